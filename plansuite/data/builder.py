@@ -1,0 +1,298 @@
+"""Dataset builder: random-walk trajectories, verifier examples and test instances.
+
+Output directory (written to a temp dir, then renamed — never half-written)::
+
+    domain.pddl
+    manifest.json            resolved config, seed, counts, timings, label noise, leakage
+    train/trajectories.jsonl one walk per line (schema below)
+    train/verifier.jsonl     verifier examples, referencing (traj, step)
+    val/trajectories.jsonl, val/verifier.jsonl
+    test/pNNNN.pddl          test instances (full-state goals)
+    val_instances/pNNNN.pddl validation instances (temperature tuning, skill filters)
+
+``trajectories.jsonl``: ``{"id": int, "objects": {name: type}, "goal": [atom], "states":
+[[atom]] (s_0..s_L), "actions": [action] (a_0..a_{L-1})}``; transition i is
+``(goal, states[i], actions[i], states[i+1])``. ``verifier.jsonl``: ``{"traj": int, "step": int,
+"action": str, "kind": "positive"|"random"|"hard", "label": 0|1, "applicable": bool}``: ``label``
+is the paper's label (random negatives are labelled 0 even when applicable), ``applicable`` the
+simulator's truth (the ``relabel`` recipe trains on it). Random negatives are drawn uniformly
+from the ground actions over the state's objects; hard negatives share the positive's action
+schema, use other objects and are inapplicable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import multiprocessing
+import os
+import random
+import shutil
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from plansuite.domains import StateSampler
+from plansuite.errors import ConfigError
+from plansuite.pddl.model import Atom, Domain, Problem, atom_text, problem_to_pddl
+from plansuite.pddl.simulator import GroundTask
+
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class DatasetSpec:
+    name: str = "tiny"
+    train_states: int = 300  # initial states for training walks
+    val_states: int = 30
+    walks_per_state: int = 1
+    max_walk_len: int = 20
+    test_instances: int = 50
+    val_instances: int = 50
+    test_max_walk_len: int = 30
+    chunk_size: int = 100  # initial states per work unit (the unit of seeding: results do not
+    #                        depend on the number of workers)
+    extra: dict = field(default_factory=dict)
+
+
+class _TaskCache:
+    """One GroundTask per distinct object set (and static facts), reused across walks."""
+
+    def __init__(self, domain: Domain):
+        self.domain = domain
+        self._cache: dict[tuple, GroundTask] = {}
+        self._static = {p for p in domain.predicates} - {
+            a[0] for s in domain.actions for a in s.add + s.delete}
+
+    def get(self, objects: dict[str, str], init: frozenset[Atom]) -> GroundTask:
+        statics = frozenset(a for a in init if a[0] in self._static)
+        key = (tuple(sorted(objects.items())), statics)
+        if key not in self._cache:
+            problem = Problem("walk", self.domain.name, dict(objects), frozenset(init), frozenset())
+            self._cache[key] = GroundTask(self.domain, problem)
+        return self._cache[key]
+
+
+def pair_key(state: list[str], goal: list[str]) -> bytes:
+    """Digest of a (state, goal) prompt, for the leakage check."""
+    text = "\n".join(state) + "\x00" + "\n".join(goal)
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+
+
+# ---- walks (run in worker processes) --------------------------------------------------------
+_WORKER: dict = {}
+
+
+def _init_worker(domain: Domain, sampler: StateSampler) -> None:
+    _WORKER["tasks"] = _TaskCache(domain)
+    _WORKER["sampler"] = sampler
+
+
+def _walk_chunk(job: tuple[int, str, int, int, int, int, bool]):
+    seed, split, chunk, n_states, walks_per_state, max_len, want_keys = job
+    from plansuite.data.explorer import random_walk
+
+    rng = random.Random(f"{seed}/{split}/{chunk}")
+    tasks, sampler = _WORKER["tasks"], _WORKER["sampler"]
+    traj_lines, ver_lines, keys = [], [], []
+    stats = Counter()
+    for _ in range(n_states):
+        objects, init = sampler.sample(rng)
+        task = tasks.get(objects, init)
+        start = task.encode_atoms(init)
+        for _ in range(walks_per_state):
+            walk = random_walk(task, start, rng, max_len)
+            if not walk.actions:
+                stats["empty_walks"] += 1
+                continue
+            states = [task.decode(s) for s in walk.states]
+            goal = states[-1]
+            traj_lines.append({"objects": objects, "goal": goal, "states": states,
+                               "actions": [task.actions[a] for a in walk.actions]})
+            ver_lines.append(_verifier_rows(task, walk, rng, stats))
+            stats["transitions"] += len(walk)
+            if want_keys:
+                keys.extend(pair_key(s, goal) for s in states[:-1])
+    return traj_lines, ver_lines, keys, stats
+
+
+def _verifier_rows(task: GroundTask, walk, rng: random.Random, stats: Counter) -> list[dict]:
+    rows = []
+    n_actions = len(task.actions)
+    for step, (state, pos) in enumerate(zip(walk.states, walk.actions)):
+        rows.append({"step": step, "action": task.actions[pos], "kind": "positive", "label": 1,
+                     "applicable": True})
+        neg = rng.randrange(n_actions - 1)
+        neg += neg >= pos  # uniform over every ground action except the positive one
+        applicable = task.is_applicable(state, neg)
+        stats["random_negatives"] += 1
+        stats["random_negatives_applicable"] += applicable
+        rows.append({"step": step, "action": task.actions[neg], "kind": "random", "label": 0,
+                     "applicable": applicable})
+        schema = task.actions[pos].split()[0]
+        hard = [a for a in _same_schema(task, schema) if a != pos and not task.is_applicable(state, a)]
+        if hard:
+            stats["hard_negatives"] += 1
+            rows.append({"step": step, "action": task.actions[rng.choice(hard)], "kind": "hard",
+                         "label": 0, "applicable": False})
+    return rows
+
+
+def _same_schema(task: GroundTask, schema: str) -> list[int]:
+    cache = task.__dict__.setdefault("_by_schema", {})
+    if schema not in cache:
+        cache[schema] = [i for i, a in enumerate(task.actions) if a.split()[0] == schema]
+    return cache[schema]
+
+
+# ---- the whole build ------------------------------------------------------------------------
+def build_dataset(spec: DatasetSpec, domain: Domain, domain_text: str, sampler: StateSampler,
+                  out_dir: str | Path, seed: int, workers: int = 2, config: dict | None = None,
+                  overwrite: bool = False, progress=print) -> dict:
+    """Build the dataset directory atomically; return the manifest."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and any(out_dir.iterdir()) and not overwrite:
+        raise ConfigError(f"{out_dir}: output directory exists and is not empty "
+                          "(choose another out_dir, or pass overwrite=true)")
+    parent = out_dir.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=parent))
+    except OSError as exc:
+        raise ConfigError(f"{out_dir}: cannot write here ({exc.strerror})") from exc
+    try:
+        manifest = _build_into(tmp, spec, domain, domain_text, sampler, seed, workers, progress)
+        manifest["config"] = config or {}
+        _write_json(tmp / "manifest.json", manifest)
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        os.replace(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return manifest
+
+
+def _build_into(tmp: Path, spec: DatasetSpec, domain: Domain, domain_text: str,
+                sampler: StateSampler, seed: int, workers: int, progress) -> dict:
+    timings, counts = {}, {}
+    noise = {}
+    (tmp / "domain.pddl").write_text(domain_text)
+    train_keys: set[bytes] = set()
+    ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+    with ctx.Pool(max(1, workers), initializer=_init_worker, initargs=(domain, sampler)) as pool:
+        for split, n_states in (("train", spec.train_states), ("val", spec.val_states)):
+            start = time.perf_counter()
+            stats = _write_split(pool, tmp / split, split, n_states, spec, seed,
+                                 train_keys if split == "train" else None, progress)
+            timings[split] = round(time.perf_counter() - start, 3)
+            counts[split] = dict(sorted(stats.items()))
+            n_neg = stats["random_negatives"]
+            noise[split] = round(stats["random_negatives_applicable"] / n_neg, 6) if n_neg else 0.0
+    _init_worker(domain, sampler)
+    start = time.perf_counter()
+    leakage = {}
+    used: set[bytes] = set()
+    for split, n in (("test", spec.test_instances), ("val_instances", spec.val_instances)):
+        leakage[split] = _write_instances(tmp / split, split, n, spec, domain, seed, train_keys,
+                                          used)
+        counts[split] = {"instances": n}
+    timings["instances"] = round(time.perf_counter() - start, 3)
+    progress(f"[data] test/val instances written; leaked (init, goal) pairs resampled: {leakage}")
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "dataset": spec.name,
+        "domain": domain.name,
+        "seed": seed,
+        "counts": counts,
+        "label_noise": {"random_negatives_applicable_rate": noise},
+        "leakage": {"test_pairs_found_in_train": leakage["test"],
+                    "val_instance_pairs_found_in_train": leakage["val_instances"],
+                    "after_resampling": 0},
+        "timings_s": timings,
+    }
+
+
+def _write_split(pool, folder: Path, split: str, n_states: int, spec: DatasetSpec, seed: int,
+                 keys: set[bytes] | None, progress) -> Counter:
+    folder.mkdir(parents=True)
+    jobs = []
+    for chunk, first in enumerate(range(0, n_states, spec.chunk_size)):
+        size = min(spec.chunk_size, n_states - first)
+        jobs.append((seed, split, chunk, size, spec.walks_per_state, spec.max_walk_len,
+                     keys is not None))
+    stats: Counter = Counter()
+    traj_id = 0
+    with open(folder / "trajectories.jsonl", "w") as ft, open(folder / "verifier.jsonl", "w") as fv:
+        for done, (trajs, vers, chunk_keys, chunk_stats) in enumerate(pool.imap(_walk_chunk, jobs), 1):
+            for traj, rows in zip(trajs, vers):
+                ft.write(_dumps({"id": traj_id, **traj}) + "\n")
+                fv.writelines(_dumps({"traj": traj_id, **r}) + "\n" for r in rows)
+                traj_id += 1
+            stats.update(chunk_stats)
+            if keys is not None:
+                keys.update(chunk_keys)
+            if done % max(1, len(jobs) // 10) == 0 or done == len(jobs):
+                progress(f"[data] {split}: {done}/{len(jobs)} chunks, {traj_id} trajectories")
+    stats["initial_states"] = n_states
+    stats["trajectories"] = traj_id
+    return stats
+
+
+def _write_instances(folder: Path, split: str, n: int, spec: DatasetSpec, domain: Domain,
+                     seed: int, train_keys: set[bytes], used: set[bytes]) -> int:
+    """Instances from walks of <= test_max_walk_len steps; goal from the walk's second half."""
+    from plansuite.data.explorer import random_walk
+
+    folder.mkdir(parents=True)
+    rng = random.Random(f"{seed}/{split}")
+    tasks, sampler = _WORKER["tasks"], _WORKER["sampler"]
+    leaked = 0
+    for i in range(n):
+        while True:
+            objects, init = sampler.sample(rng)
+            task = tasks.get(objects, init)
+            walk = random_walk(task, task.encode_atoms(init), rng, spec.test_max_walk_len)
+            if not walk.actions:
+                continue
+            j = rng.randint(math.ceil(len(walk) / 2), len(walk))
+            state, goal = task.decode(walk.states[0]), task.decode(walk.states[j])
+            key = pair_key(state, goal)
+            if key in train_keys:
+                leaked += 1
+                continue
+            if key in used:
+                continue
+            used.add(key)
+            break
+        goal_atoms = frozenset(_atom(t) for t in goal)
+        problem = Problem(f"{spec.name}-{split}-{i:04d}".replace("_", "-"), domain.name, objects,
+                          init, goal_atoms)
+        (folder / f"p{i:04d}.pddl").write_text(problem_to_pddl(problem, domain))
+    return leaked
+
+
+def _atom(text: str) -> Atom:
+    return tuple(text[1:-1].split())
+
+
+def _dumps(obj) -> str:
+    return json.dumps(obj, separators=(",", ":"), sort_keys=True)
+
+
+def _write_json(path: Path, obj) -> None:
+    path.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+def iter_jsonl(path: str | Path) -> Iterator[dict]:
+    with open(path) as f:
+        for line in f:
+            if line.strip():
+                yield json.loads(line)
+
+
+__all__ = ["DatasetSpec", "atom_text", "build_dataset", "iter_jsonl", "pair_key"]

@@ -1,0 +1,44 @@
+"""Built-in domains (PDDL files shipped with the package) and their initial-state samplers.
+
+A sampler is any object with ``sample(rng) -> (objects, init_atoms)``; Hydra configs under
+``conf/domain/`` choose one with ``_target_``. Any other STRIPS domain works with a domain file
+and :class:`~plansuite.domains.folder.FolderStates` over a folder of problem files.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from pathlib import Path
+from typing import Protocol
+
+from plansuite.errors import ConfigError
+from plansuite.pddl.model import Atom, Domain
+
+BUILTIN_DIR = Path(__file__).parent
+BUILTIN = ("blocksworld", "gripper")
+
+
+class StateSampler(Protocol):
+    def sample(self, rng: random.Random) -> tuple[dict[str, str], frozenset[Atom]]:
+        """Objects (name -> type) and the true atoms of one initial state."""
+        ...
+
+
+def builtin_path(name: str) -> Path:
+    if name not in BUILTIN:
+        raise ConfigError(f"domain '{name}': unknown built-in domain (choose from {', '.join(BUILTIN)},"
+                          " or give domain.file=PATH)")
+    return BUILTIN_DIR / f"{name}.pddl"
+
+
+def domain_file(name: str, file: str | None = None) -> Path:
+    """The PDDL file of a configured domain: ``file`` if given, else the built-in one."""
+    return Path(file) if file else builtin_path(name)
+
+
+@functools.cache
+def load_builtin(name: str) -> Domain:
+    from plansuite.pddl.parse import load_domain
+
+    return load_domain(builtin_path(name))

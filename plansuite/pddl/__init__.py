@@ -1,0 +1,13 @@
+"""Symbolic PDDL core: parsing, semantic checks, grounding/simulation, text codec, plans, VAL, FD.
+
+Pure Python; imports no torch.
+"""
+
+from plansuite.pddl.model import Atom, Domain, Problem, Schema, atom_text, problem_to_pddl
+from plansuite.pddl.parse import load_domain, load_problem, parse_domain, parse_problem
+from plansuite.pddl.simulator import GroundTask, Inapplicable
+
+__all__ = [
+    "Atom", "Domain", "GroundTask", "Inapplicable", "Problem", "Schema", "atom_text",
+    "load_domain", "load_problem", "parse_domain", "parse_problem", "problem_to_pddl",
+]

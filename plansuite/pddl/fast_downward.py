@@ -1,0 +1,79 @@
+"""Fast Downward (the driver bundled by ``up-fast-downward``), one temp working dir per call.
+
+FD writes ``output.sas`` and ``sas_plan`` into its working directory, so concurrent calls in one
+directory would overwrite each other's files.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from plansuite.errors import PlannerError
+from plansuite.pddl.plans import parse_plan
+
+ALIASES = {"optimal": "seq-opt-bjolp", "satisficing": "lama-first"}
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    status: str  # solved | unsolvable | timeout | error
+    plan: list[str] | None
+    seconds: float
+    message: str = ""
+
+    @property
+    def solved(self) -> bool:
+        return self.plan is not None
+
+
+@functools.cache
+def driver() -> Path:
+    if os.environ.get("PLANSUITE_FAST_DOWNWARD"):
+        return Path(os.environ["PLANSUITE_FAST_DOWNWARD"])
+    spec = importlib.util.find_spec("up_fast_downward")
+    if spec and spec.submodule_search_locations:
+        path = Path(list(spec.submodule_search_locations)[0]) / "downward" / "fast-downward.py"
+        if path.is_file():
+            return path
+    raise PlannerError("Fast Downward not found (pip install up-fast-downward, or set "
+                       "PLANSUITE_FAST_DOWNWARD=/path/to/fast-downward.py)")
+
+
+def solve(domain_file: str | Path, problem_file: str | Path, mode: str = "optimal",
+          time_limit: float = 60.0) -> PlanResult:
+    """Plan with FD: ``mode`` is ``optimal``, ``satisficing`` or any FD alias."""
+    alias = ALIASES.get(mode, mode)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="plansuite-fd-") as tmp:
+        cmd = [sys.executable, str(driver()), "--alias", alias,
+               "--overall-time-limit", f"{max(1, int(time_limit))}s",
+               str(Path(domain_file).resolve()), str(Path(problem_file).resolve())]
+        try:
+            proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True,
+                                  timeout=time_limit + 30)
+        except subprocess.TimeoutExpired:
+            return PlanResult("timeout", None, time.perf_counter() - start, "killed")
+        except OSError as exc:
+            raise PlannerError(f"{problem_file}: Fast Downward failed to start: {exc}") from exc
+        seconds = time.perf_counter() - start
+        plan_file = Path(tmp) / "sas_plan"
+        if plan_file.is_file():
+            return PlanResult("solved", parse_plan(plan_file.read_text(), str(plan_file)), seconds)
+    # FD exit codes: 10/11/12 = unsolvable, 22-24 = out of resources, 30+ = input/translator errors
+    code = proc.returncode
+    if code in (11, 12):
+        return PlanResult("unsolvable", None, seconds, "proved unsolvable")
+    if code in (22, 23, 24):
+        return PlanResult("timeout", None, seconds, "time or memory limit")
+    lines = [ln.strip() for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "rror" in ln or "xception" in ln]
+    detail = (errors or lines or ["no output"])[-1]
+    return PlanResult("error", None, seconds, f"exit {code}: {detail}")

@@ -1,0 +1,139 @@
+"""Plain, immutable data for STRIPS domains and problems (no parser, no torch).
+
+An atom is a tuple ``(predicate, arg1, ...)``; in action schemas, arguments that start with
+``?`` are parameters, the others constants. The canonical text of an atom is ``(on b1 b3)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+Atom = tuple[str, ...]
+
+ROOT_TYPE = "object"
+
+
+def atom_text(atom: Atom) -> str:
+    """Canonical text of an atom or ground action.
+
+    >>> atom_text(("on", "b1", "b3"))
+    '(on b1 b3)'
+    >>> atom_text(("arm-empty",))
+    '(arm-empty)'
+    """
+    return "(" + " ".join(atom) + ")"
+
+
+def parse_atom_text(text: str) -> Atom | None:
+    """Inverse of :func:`atom_text`; ``None`` when ``text`` is not one flat atom.
+
+    >>> parse_atom_text("(on  b1 b3)")
+    ('on', 'b1', 'b3')
+    >>> parse_atom_text("on b1") is None
+    True
+    """
+    text = text.strip()
+    if len(text) < 3 or text[0] != "(" or text[-1] != ")":
+        return None
+    parts = text[1:-1].split()
+    if not parts or any("(" in p or ")" in p for p in parts):
+        return None
+    return tuple(p.lower() for p in parts)
+
+
+@dataclass(frozen=True)
+class Schema:
+    """A STRIPS action schema: conjunctive preconditions (positive, negative, (in)equality)."""
+
+    name: str
+    parameters: tuple[tuple[str, str], ...]  # (?var, type)
+    pre_pos: tuple[Atom, ...] = ()
+    pre_neg: tuple[Atom, ...] = ()
+    pre_eq: tuple[tuple[str, str], ...] = ()
+    pre_neq: tuple[tuple[str, str], ...] = ()
+    add: tuple[Atom, ...] = ()
+    delete: tuple[Atom, ...] = ()
+
+
+@dataclass(frozen=True)
+class Domain:
+    name: str
+    requirements: frozenset[str]
+    types: dict[str, str]  # type -> parent type; ROOT_TYPE has no entry
+    constants: dict[str, str]  # constant -> type
+    predicates: dict[str, tuple[str, ...]]  # name -> parameter types
+    actions: tuple[Schema, ...]
+    source: str = "<domain>"
+
+    def subtypes(self, type_name: str) -> set[str]:
+        """``type_name`` and every type below it."""
+        found = {type_name}
+        changed = True
+        while changed:
+            changed = False
+            for child, parent in self.types.items():
+                if parent in found and child not in found:
+                    found.add(child)
+                    changed = True
+        return found
+
+    def is_subtype(self, child: str, ancestor: str) -> bool:
+        seen = set()
+        while child not in seen:
+            if child == ancestor or ancestor == ROOT_TYPE:
+                return True
+            seen.add(child)
+            if child not in self.types:
+                return False
+            child = self.types[child]
+        return False
+
+
+@dataclass(frozen=True)
+class Problem:
+    name: str
+    domain_name: str
+    objects: dict[str, str]  # object -> type
+    init: frozenset[Atom]
+    goal_pos: frozenset[Atom]
+    goal_neg: frozenset[Atom] = frozenset()
+    requirements: frozenset[str] = frozenset()
+    source: str = "<problem>"
+    # Numeric fluents in :init, keyed by canonical term text, e.g. {"(total-cost)": 0.0}.
+    fluents: dict[str, float] = field(default_factory=dict)
+    metric: str | None = None  # canonical, e.g. "minimize (total-cost)"
+
+
+def problem_to_pddl(problem: Problem, domain: Domain | None = None) -> str:
+    """Canonical PDDL text of a problem: sorted objects and atoms, one atom per line.
+
+    Types are written only when the domain uses ``:typing``.
+    """
+    typed = domain is not None and ":typing" in domain.requirements
+    if typed:
+        by_type: dict[str, list[str]] = {}
+        for obj, typ in sorted(problem.objects.items()):
+            by_type.setdefault(typ, []).append(obj)
+        objects = " ".join(f"{' '.join(objs)} - {typ}" for typ, objs in sorted(by_type.items()))
+    else:
+        objects = " ".join(sorted(problem.objects))
+    goal = sorted(atom_text(a) for a in problem.goal_pos)
+    goal += sorted(f"(not {atom_text(a)})" for a in problem.goal_neg)
+    lines = [
+        f"(define (problem {problem.name})",
+        f"  (:domain {problem.domain_name})",
+        f"  (:objects {objects})",
+        "  (:init",
+        *(f"    {t}" for t in _sorted_texts(problem.init)),
+        "  )",
+        "  (:goal (and",
+        *(f"    {t}" for t in goal),
+        "  ))",
+        ")",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _sorted_texts(atoms: Iterable[Atom]) -> list[str]:
+    return sorted(atom_text(a) for a in atoms)

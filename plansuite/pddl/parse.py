@@ -1,0 +1,213 @@
+"""Read PDDL domains and problems with the ``pddl`` package into :mod:`plansuite.pddl.model`.
+
+The parser does the syntax; :mod:`plansuite.pddl.checks` does the semantics it lacks. Anything
+outside STRIPS + typing + constants + negative preconditions + equality is rejected here with one
+line naming the file and the construct, so nothing is ever mis-simulated.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+from plansuite.errors import PDDLError
+from plansuite.pddl.model import ROOT_TYPE, Atom, Domain, Problem, Schema
+
+_IGNORED_REQUIREMENTS = {":action-costs"}  # unit costs: (increase (total-cost) n) is ignored
+
+
+@functools.cache
+def _parsers():
+    # Building a parser costs ~100 ms (grammar compilation): build each once per process.
+    from pddl.parser.domain import DomainParser
+    from pddl.parser.problem import ProblemParser
+
+    return DomainParser(), ProblemParser()
+
+
+def read_text(path: str | Path, what: str) -> str:
+    path = Path(path)
+    if not path.is_file():
+        raise PDDLError(str(path), what, "file not found", kind="io")
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PDDLError(str(path), what, f"unreadable ({exc.__class__.__name__})", kind="io") from exc
+
+
+def load_domain(path: str | Path, *, check: bool = True) -> Domain:
+    """Parse and (by default) semantically check a domain file."""
+    return parse_domain(read_text(path, "domain"), source=str(path), check=check)
+
+
+def load_problem(path: str | Path, domain: Domain, *, check: bool = True) -> Problem:
+    """Parse a problem file and check it against ``domain``."""
+    return parse_problem(read_text(path, "problem"), domain, source=str(path), check=check)
+
+
+def parse_domain(text: str, source: str = "<domain>", *, check: bool = True) -> Domain:
+    raw = _syntax(lambda: _parsers()[0](text), source, "domain")
+    domain = Domain(
+        name=raw.name.lower(),
+        requirements=frozenset(str(r) for r in raw.requirements),
+        types={str(t): str(p) if p else ROOT_TYPE for t, p in raw.types.items()},
+        constants={c.name: _one_type(c.type_tags, source, f"constant {c.name}") for c in raw.constants},
+        predicates={
+            p.name: tuple(_one_type(v.type_tags, source, f"predicate {p.name}") for v in p.terms)
+            for p in raw.predicates
+        },
+        actions=tuple(_schema(a, source) for a in sorted(raw.actions, key=lambda a: a.name)),
+        source=source,
+    )
+    unsupported = domain.requirements - {":strips", ":typing", ":negative-preconditions", ":equality"}
+    if unsupported - _IGNORED_REQUIREMENTS:
+        req = sorted(unsupported - _IGNORED_REQUIREMENTS)[0]
+        raise PDDLError(source, f"requirement {req}", "not supported (STRIPS, typing, "
+                        "negative preconditions and equality only)", kind="unsupported")
+    if check:
+        from plansuite.pddl.checks import check_domain, raise_first
+
+        raise_first(check_domain(domain, text))
+    return domain
+
+
+def parse_problem(text: str, domain: Domain, source: str = "<problem>", *, check: bool = True) -> Problem:
+    raw = _syntax(lambda: _parsers()[1](text), source, "problem")
+    init, fluents = [], {}
+    for fact in raw.init:
+        if _kind(fact) == "Predicate":
+            init.append(_atom(fact))
+        elif _kind(fact) == "EqualTo" and hasattr(fact, "operands"):  # (= (f ...) value)
+            term, value = fact.operands
+            fluents[_canon(str(term))] = float(str(value.value if hasattr(value, "value") else value))
+        else:
+            raise PDDLError(source, f"init fact {fact}", "not supported", kind="unsupported")
+    goal_pos, goal_neg = _literals(raw.goal, source, "goal")
+    metric = None
+    if raw.metric is not None:
+        metric = _canon(str(raw.metric))
+    problem = Problem(
+        name=raw.name.lower(),
+        domain_name=raw.domain_name.lower(),
+        objects={o.name: _one_type(o.type_tags, source, f"object {o.name}") for o in raw.objects},
+        init=frozenset(init),
+        goal_pos=frozenset(goal_pos),
+        goal_neg=frozenset(goal_neg),
+        requirements=frozenset(str(r) for r in raw.requirements),
+        source=source,
+        fluents=fluents,
+        metric=metric,
+    )
+    if check:
+        from plansuite.pddl.checks import check_problem, raise_first
+
+        raise_first(check_problem(problem, domain, text))
+    return problem
+
+
+def _canon(text: str) -> str:
+    """Lower-case, single-spaced s-expression text (order of tokens kept)."""
+    text = re.sub(r"\s+", " ", text.lower()).strip()
+    return re.sub(r"\(\s+", "(", re.sub(r"\s+\)", ")", text))
+
+
+def _syntax(parse, source: str, what: str):
+    """Run the ``pddl`` parser; turn its many exception types into one PDDLError line."""
+    try:
+        return parse()
+    except RecursionError as exc:
+        raise PDDLError(source, what, "nesting too deep", kind="parse") from exc
+    except Exception as exc:  # lark and pddl raise many types; all mean "cannot read this file"
+        line = getattr(exc, "line", None)
+        column = getattr(exc, "column", None)
+        where = f"{what} (line {line}, column {column})" if line and line > 0 else what
+        name = type(exc).__name__
+        kind = "requirement" if "Requirement" in name else "parse"
+        if name.startswith("Unexpected"):
+            token = getattr(exc, "token", None) or getattr(exc, "char", None)
+            message = f"syntax error near {str(token)!r}" if token else "syntax error (unexpected end of input)"
+        else:
+            message = str(exc).strip().splitlines()[0] if str(exc).strip() else name
+        raise PDDLError(source, where, message, kind=kind) from exc
+
+
+def _kind(node) -> str:
+    return type(node).__name__
+
+
+def _one_type(tags, source: str, construct: str) -> str:
+    tags = sorted(str(t) for t in tags)
+    if len(tags) > 1:
+        raise PDDLError(source, construct, f"'either' types ({' '.join(tags)}) not supported",
+                        kind="unsupported")
+    return tags[0] if tags else ROOT_TYPE
+
+
+def _term(term) -> str:
+    return f"?{term.name}" if _kind(term) == "Variable" else term.name
+
+
+def _atom(pred) -> Atom:
+    return (pred.name, *(_term(t) for t in pred.terms))
+
+
+def _conjuncts(formula) -> list:
+    if formula is None:
+        return []
+    if _kind(formula) == "And":
+        return list(formula.operands)
+    return [formula]
+
+
+def _literals(formula, source: str, construct: str):
+    pos: list[Atom] = []
+    neg: list[Atom] = []
+    for lit in _conjuncts(formula):
+        if _kind(lit) == "Predicate":
+            pos.append(_atom(lit))
+        elif _kind(lit) == "Not" and _kind(lit.argument) == "Predicate":
+            neg.append(_atom(lit.argument))
+        else:
+            raise PDDLError(source, f"{construct} {lit}", "only conjunctions of literals are supported",
+                            kind="unsupported")
+    return pos, neg
+
+
+def _schema(action, source: str) -> Schema:
+    where = f"action {action.name}"
+    pos, neg, eq, neq = [], [], [], []
+    for lit in _conjuncts(action.precondition):
+        kind = _kind(lit)
+        inner = lit.argument if kind == "Not" else None
+        if kind == "Predicate":
+            pos.append(_atom(lit))
+        elif kind == "EqualTo":
+            eq.append((_term(lit.left), _term(lit.right)))
+        elif inner is not None and _kind(inner) == "Predicate":
+            neg.append(_atom(inner))
+        elif inner is not None and _kind(inner) == "EqualTo":
+            neq.append((_term(inner.left), _term(inner.right)))
+        else:
+            raise PDDLError(source, f"{where} precondition {lit}",
+                            "only conjunctions of literals and (in)equalities are supported",
+                            kind="unsupported")
+    add, delete = [], []
+    for eff in _conjuncts(action.effect):
+        kind = _kind(eff)
+        if kind == "Predicate":
+            add.append(_atom(eff))
+        elif kind == "Not" and _kind(eff.argument) == "Predicate":
+            delete.append(_atom(eff.argument))
+        elif kind == "Increase" and "total-cost" in str(eff):
+            continue  # unit-cost semantics
+        else:
+            raise PDDLError(source, f"{where} effect {eff}",
+                            "only add/delete effects are supported (no conditional, quantified or "
+                            "numeric effects)", kind="unsupported")
+    params = tuple(
+        (f"?{v.name}", _one_type(v.type_tags, source, f"{where} parameter ?{v.name}"))
+        for v in action.parameters
+    )
+    return Schema(action.name, params, tuple(pos), tuple(neg), tuple(eq), tuple(neq),
+                  tuple(add), tuple(delete))

