@@ -39,7 +39,7 @@ from pathlib import Path
 from plansuite.domains import StateSampler
 from plansuite.errors import ConfigError
 from plansuite.pddl.model import Atom, Domain, Problem, atom_text, problem_to_pddl
-from plansuite.pddl.simulator import GroundTask
+from plansuite.pddl.simulator import GroundTask, TaskCache
 
 SCHEMA_VERSION = 1
 
@@ -59,24 +59,6 @@ class DatasetSpec:
     extra: dict = field(default_factory=dict)
 
 
-class _TaskCache:
-    """One GroundTask per distinct object set (and static facts), reused across walks."""
-
-    def __init__(self, domain: Domain):
-        self.domain = domain
-        self._cache: dict[tuple, GroundTask] = {}
-        self._static = {p for p in domain.predicates} - {
-            a[0] for s in domain.actions for a in s.add + s.delete}
-
-    def get(self, objects: dict[str, str], init: frozenset[Atom]) -> GroundTask:
-        statics = frozenset(a for a in init if a[0] in self._static)
-        key = (tuple(sorted(objects.items())), statics)
-        if key not in self._cache:
-            problem = Problem("walk", self.domain.name, dict(objects), frozenset(init), frozenset())
-            self._cache[key] = GroundTask(self.domain, problem)
-        return self._cache[key]
-
-
 def pair_key(state: list[str], goal: list[str]) -> bytes:
     """Digest of a (state, goal) prompt, for the leakage check."""
     text = "\n".join(state) + "\x00" + "\n".join(goal)
@@ -88,7 +70,7 @@ _WORKER: dict = {}
 
 
 def _init_worker(domain: Domain, sampler: StateSampler) -> None:
-    _WORKER["tasks"] = _TaskCache(domain)
+    _WORKER["tasks"] = TaskCache(domain)
     _WORKER["sampler"] = sampler
 
 

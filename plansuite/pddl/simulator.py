@@ -204,6 +204,28 @@ def _instantiate(schema: Schema, args: tuple[str, ...], init_static: set[Atom], 
     return (name, pos, neg, [ground(a) for a in schema.add], [ground(a) for a in schema.delete])
 
 
+class TaskCache:
+    """One GroundTask per distinct object set (and static facts), reused across states.
+
+    Grounding depends only on the objects and the static facts, so walks and judgements over
+    many states with the same objects share one task (its ``problem`` has no goal).
+    """
+
+    def __init__(self, domain: Domain):
+        self.domain = domain
+        self._cache: dict[tuple, GroundTask] = {}
+        self._static = _static_predicates(domain)
+
+    def get(self, objects: dict[str, str], init: Iterable[Atom] = ()) -> GroundTask:
+        statics = frozenset(a for a in init if a[0] in self._static)
+        key = (tuple(sorted(objects.items())), statics)
+        task = self._cache.get(key)
+        if task is None:
+            problem = Problem("cached", self.domain.name, dict(objects), frozenset(init), frozenset())
+            task = self._cache[key] = GroundTask(self.domain, problem)
+        return task
+
+
 def load_task(domain: Domain, problem: Problem) -> GroundTask:
     if problem.domain_name != domain.name:
         raise PDDLError(problem.source, f"(:domain {problem.domain_name})",

@@ -1,0 +1,1 @@
+"""Datasets: random-walk trajectories, verifier examples, instance folders."""

@@ -1,0 +1,135 @@
+"""Reading a dataset directory written by :mod:`plansuite.data.builder`, and instance folders."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from plansuite.data.builder import iter_jsonl
+from plansuite.errors import ConfigError, PDDLError
+from plansuite.pddl.codec import format_completion, format_prompt
+from plansuite.pddl.model import Domain, Problem
+
+VERIFIER_RECIPES = ("random", "relabel", "hard")
+
+
+@dataclass(frozen=True)
+class TransitionRecord:
+    traj: int
+    step: int
+    objects: dict[str, str]
+    goal: tuple[str, ...]
+    state: tuple[str, ...]
+    action: str
+    next_state: tuple[str, ...]
+
+    @property
+    def prompt(self) -> str:
+        return format_prompt(self.goal, self.state)
+
+    @property
+    def completion(self) -> str:
+        return format_completion(self.action, self.next_state)
+
+
+@dataclass(frozen=True)
+class VerifierExample:
+    traj: int
+    step: int
+    objects: dict[str, str]
+    goal: tuple[str, ...]
+    state: tuple[str, ...]
+    action: str
+    label: int  # the training label under the chosen recipe
+    applicable: bool  # the simulator's truth
+    kind: str  # positive | random | hard
+
+
+@dataclass(frozen=True)
+class Instance:
+    id: str
+    path: Path
+    problem: Problem
+
+
+def load_manifest(data_dir: str | Path) -> dict:
+    path = Path(data_dir) / "manifest.json"
+    if not path.is_file():
+        raise ConfigError(f"{data_dir}: not a plansuite dataset (no manifest.json; build one with "
+                          "plansuite-data)")
+    return json.loads(path.read_text())
+
+
+def _split_file(data_dir: str | Path, split: str, name: str) -> Path:
+    load_manifest(data_dir)
+    path = Path(data_dir) / split / name
+    if not path.is_file():
+        raise ConfigError(f"{path}: missing from the dataset (splits: train, val)")
+    return path
+
+
+def load_trajectories(data_dir: str | Path, split: str) -> list[dict]:
+    return list(iter_jsonl(_split_file(data_dir, split, "trajectories.jsonl")))
+
+
+def transitions_of(traj: dict) -> list[TransitionRecord]:
+    goal, states = tuple(traj["goal"]), traj["states"]
+    return [TransitionRecord(traj["id"], i, traj["objects"], goal, tuple(states[i]), a,
+                             tuple(states[i + 1])) for i, a in enumerate(traj["actions"])]
+
+
+def load_transitions(data_dir: str | Path, split: str, limit: int | None = None) -> list[TransitionRecord]:
+    out: list[TransitionRecord] = []
+    for traj in iter_jsonl(_split_file(data_dir, split, "trajectories.jsonl")):
+        out.extend(transitions_of(traj))
+        if limit is not None and len(out) >= limit:
+            return out[:limit]
+    return out
+
+
+def load_verifier_examples(data_dir: str | Path, split: str, recipe: str = "random",
+                           limit: int | None = None) -> list[VerifierExample]:
+    """Positives plus the recipe's negatives.
+
+    ``random``: the paper's random negatives, labelled 0 even when applicable (noisy);
+    ``relabel``: the same negatives labelled by the simulator; ``hard``: inapplicable actions of
+    the positive's schema over other objects.
+    """
+    if recipe not in VERIFIER_RECIPES:
+        raise ConfigError(f"verifier recipe '{recipe}': unknown (choose from "
+                          f"{', '.join(VERIFIER_RECIPES)}, or onpolicy in training)")
+    trajs = {t["id"]: t for t in load_trajectories(data_dir, split)}
+    want = {"random": "random", "relabel": "random", "hard": "hard"}[recipe]
+    out: list[VerifierExample] = []
+    for row in iter_jsonl(_split_file(data_dir, split, "verifier.jsonl")):
+        if row["kind"] not in ("positive", want):
+            continue
+        traj = trajs[row["traj"]]
+        label = int(row["applicable"]) if recipe == "relabel" else row["label"]
+        out.append(VerifierExample(row["traj"], row["step"], traj["objects"], tuple(traj["goal"]),
+                                   tuple(traj["states"][row["step"]]), row["action"], label,
+                                   row["applicable"], row["kind"]))
+        if limit is not None and len(out) >= limit:
+            break
+    return out
+
+
+def load_instances(folder: str | Path, domain: Domain, limit: int | None = None) -> list[Instance]:
+    """Every ``*.pddl`` problem in ``folder`` (a file named ``domain.pddl`` is skipped)."""
+    from plansuite.pddl.parse import load_problem
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ConfigError(f"{folder}: instance folder not found")
+    files = sorted(f for f in folder.glob("*.pddl") if f.stem != "domain")
+    if not files:
+        raise ConfigError(f"{folder}: no problem files (*.pddl)")
+    out = []
+    for f in files[:limit]:
+        problem = load_problem(f, domain)
+        if problem.domain_name != domain.name:
+            raise PDDLError(str(f), f"(:domain {problem.domain_name})",
+                            f"instance is for domain '{problem.domain_name}', not '{domain.name}'")
+        out.append(Instance(f.stem, f, problem))
+    return out
