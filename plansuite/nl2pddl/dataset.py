@@ -1,0 +1,266 @@
+"""NL→PDDL dataset: descriptions paired with reference problems, and critic examples.
+
+Output directory (written to a temp dir, then renamed — never half-written)::
+
+    domain.pddl
+    manifest.json               spec, seed, counts per split/style/scene, timings
+    pairs/{train,val,test}.jsonl
+    critic/{train,val,test}.jsonl
+
+``pairs``: ``{"id", "problem_id", "group", "style": "explicit"|"abstract", "init_scene",
+"goal_scene", "names", "description", "problem"}`` (``problem`` is reference PDDL text).
+``critic``: ``{"id", "pair", "description", "problem", "label": "match"|"object"|"init"|"goal",
+"detail"}``. Splits are by problem *group*: problems identical up to renaming of objects share
+a group (a Weisfeiler-Lehman hash of the semantic graph), so no split sees another's problem
+under different names. Abstract and random problems are split separately, so every split has both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import tempfile
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from plansuite.data.builder import iter_jsonl
+from plansuite.errors import ConfigError
+from plansuite.nl2pddl import corrupt as corruptions
+from plansuite.nl2pddl import scenes
+from plansuite.nl2pddl.critic import critic_input
+from plansuite.nl2pddl.describe import describe
+from plansuite.nl2pddl.equivalence import semantic_sections
+from plansuite.nl2pddl.graphs import graph_key, problem_graph
+from plansuite.nl2pddl.worlds import world_for
+from plansuite.pddl.model import Domain, problem_to_pddl
+
+SCHEMA_VERSION = 1
+SPLITS = ("train", "val", "test")
+DOMAINS = ("blocksworld", "gripper")
+
+
+@dataclass
+class NL2PDDLSpec:
+    name: str = "nl2pddl_blocksworld"
+    kind: str = "nl2pddl"  # tells this preset apart from the transition datasets
+    domain: str = "blocksworld"  # built-in domain: blocksworld | gripper
+    random_problems: int = 200  # explicit-only problems from random states
+    min_objects: int = 3  # blocks (Blocksworld) or balls (Gripper) per random problem
+    max_objects: int = 7
+    abstract_sizes: list[int] = field(default_factory=lambda: [3, 4, 5, 6, 7, 8])
+    rooms: list[int] = field(default_factory=lambda: [2, 3])  # Gripper only
+    explicit_per_problem: int = 1  # explicit descriptions per problem
+    abstract_per_problem: int = 1  # abstract descriptions per abstract problem
+    fractions: dict[str, float] = field(default_factory=lambda: {"train": 0.8, "val": 0.1, "test": 0.1})
+    critic_positives: int = 1  # matching examples per pair (shuffled / equivalent rewrites)
+    critic_negatives: int = 1  # corruptions per pair and mismatch kind
+
+
+@dataclass(frozen=True)
+class Pair:
+    id: str
+    problem_id: str
+    group: str
+    style: str
+    init_scene: str
+    goal_scene: str
+    description: str
+    problem: str  # reference PDDL text
+
+    @property
+    def prompt(self) -> str:
+        """Generation prompt for a causal LM (the domain is fixed per dataset)."""
+        return f"DESCRIPTION: {self.description}\nPROBLEM:\n"
+
+    @property
+    def completion(self) -> str:
+        return f"{self.problem}END\n"
+
+
+@dataclass(frozen=True)
+class CriticExample:
+    id: str
+    pair: str
+    description: str
+    problem: str
+    label: str  # match | object | init | goal
+    detail: str
+
+    @property
+    def text(self) -> str:
+        return critic_input(self.description, self.problem)
+
+
+# ---- building ---------------------------------------------------------------------------------
+def scenarios(spec: NL2PDDLSpec, domain: Domain, seed: int) -> list[scenes.Scenario]:
+    rng = random.Random(f"{seed}/scenes")
+    if spec.domain == "blocksworld":
+        out = scenes.blocksworld_abstract(domain, list(spec.abstract_sizes), rng)
+        out += [scenes.blocksworld_random(domain, rng, spec.min_objects, spec.max_objects, i)
+                for i in range(spec.random_problems)]
+    elif spec.domain == "gripper":
+        out = scenes.gripper_abstract(domain, list(spec.abstract_sizes), list(spec.rooms), rng)
+        out += [scenes.gripper_random(domain, rng, spec.min_objects, spec.max_objects, list(spec.rooms), i)
+                for i in range(spec.random_problems)]
+    else:
+        raise ConfigError(f"dataset.domain={spec.domain!r}: NL→PDDL data exists for {', '.join(DOMAINS)}")
+    return out
+
+
+def group_of(scenario: scenes.Scenario, domain: Domain) -> str:
+    """Same key for problems that are equal up to renaming (and, rarely, for others)."""
+    p = scenario.problem
+    return graph_key(problem_graph(p.objects, semantic_sections(p, domain, negatives=True)))[:16]
+
+
+def assign_splits(groups: list[str], fractions: dict[str, float], rng: random.Random) -> dict[str, str]:
+    """Shuffle the distinct groups and cut them by the split fractions.
+
+    >>> out = assign_splits([f"g{i}" for i in range(10)], {"train": .8, "val": .1, "test": .1}, random.Random(0))
+    >>> sorted(Counter(out.values()).items())
+    [('test', 1), ('train', 8), ('val', 1)]
+    """
+    distinct = sorted(set(groups))
+    rng.shuffle(distinct)
+    total = sum(fractions.get(s, 0.0) for s in SPLITS)
+    out, start = {}, 0
+    for i, split in enumerate(SPLITS):
+        share = fractions.get(split, 0.0) / total
+        end = len(distinct) if i == len(SPLITS) - 1 else start + round(share * len(distinct))
+        out.update((g, split) for g in distinct[start:end])
+        start = end
+    return out
+
+
+def build_nl2pddl(spec: NL2PDDLSpec, domain: Domain, domain_text: str, out_dir: str | Path,
+                  seed: int, overwrite: bool = False, config: dict | None = None, progress=print) -> dict:
+    """Build the dataset directory atomically; return the manifest."""
+    out_dir = Path(out_dir)
+    if world_for(domain) is None:
+        raise ConfigError(f"{domain.source}: NL→PDDL data needs the Blocksworld or Gripper signature")
+    if out_dir.exists() and any(out_dir.iterdir()) and not overwrite:
+        raise ConfigError(f"{out_dir}: output directory exists and is not empty "
+                          "(choose another out_dir, or pass overwrite=true)")
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    except OSError as exc:
+        raise ConfigError(f"{out_dir}: cannot write here ({exc.strerror})") from exc
+    try:
+        manifest = _build_into(tmp, spec, domain, domain_text, seed, progress)
+        manifest["config"] = config or {}
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        os.replace(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return manifest
+
+
+def _build_into(tmp: Path, spec: NL2PDDLSpec, domain: Domain, domain_text: str, seed: int,
+                progress) -> dict:
+    start = time.perf_counter()
+    (tmp / "domain.pddl").write_text(domain_text)
+    found = scenarios(spec, domain, seed)
+    groups = [group_of(s, domain) for s in found]
+    split_rng = random.Random(f"{seed}/splits")
+    split_of = {}
+    for abstract in (True, False):
+        split_of.update(assign_splits([g for g, s in zip(groups, found) if s.abstract == abstract],
+                                      spec.fractions, split_rng))
+    timings = {"scenarios": round(time.perf_counter() - start, 3)}
+    counts: dict[str, Counter] = {s: Counter() for s in SPLITS}
+    pair_files = {s: _open(tmp / "pairs" / f"{s}.jsonl") for s in SPLITS}
+    critic_files = {s: _open(tmp / "critic" / f"{s}.jsonl") for s in SPLITS}
+    try:
+        for index, (scenario, group) in enumerate(zip(found, groups)):
+            split = split_of[group]
+            rng = random.Random(f"{seed}/problem/{index}")
+            pid = f"p{index:05d}"
+            reference = problem_to_pddl(scenario.problem, domain)
+            styles = ["explicit"] * spec.explicit_per_problem
+            styles += ["abstract"] * (spec.abstract_per_problem if scenario.abstract else 0)
+            for k, style in enumerate(styles):
+                pair = Pair(f"{pid}-{style[0]}{k}", pid, group, style, scenario.init_scene,
+                            scenario.goal_scene, describe(scenario, style, rng), reference)
+                pair_files[split].write(_dumps({**asdict(pair), "names": scenario.names}))
+                counts[split][f"pairs_{style}"] += 1
+                for row in _critic_rows(pair, scenario, domain, spec, rng):
+                    critic_files[split].write(_dumps(row))
+                    counts[split][f"critic_{row['label']}"] += 1
+            counts[split]["problems"] += 1
+            if (index + 1) % 100 == 0 or index + 1 == len(found):
+                progress(f"[nl2pddl-data] {index + 1}/{len(found)} problems")
+    finally:
+        for f in [*pair_files.values(), *critic_files.values()]:
+            f.close()
+    timings["pairs_and_critic"] = round(time.perf_counter() - start - timings["scenarios"], 3)
+    return {"schema_version": SCHEMA_VERSION, "kind": "nl2pddl", "dataset": spec.name,
+            "domain": domain.name, "seed": seed, "spec": asdict(spec),
+            "counts": {s: dict(sorted(c.items())) for s, c in counts.items()},
+            "groups": dict(Counter(split_of.values())), "timings_s": timings}
+
+
+def _critic_rows(pair: Pair, scenario: scenes.Scenario, domain: Domain, spec: NL2PDDLSpec,
+                 rng: random.Random) -> list[dict]:
+    rows = []
+    for i in range(spec.critic_positives):
+        variant = corruptions.equivalent_variant(scenario.problem, domain, rng)
+        rows.append({"id": f"{pair.id}-m{i}", "pair": pair.id, "description": pair.description,
+                     "problem": corruptions.shuffled_pddl(variant, domain, rng), "label": "match",
+                     "detail": "reference" if variant == scenario.problem else "goal completed"})
+    for kind in corruptions.KINDS:
+        for i in range(spec.critic_negatives):
+            bad = corruptions.corrupt(scenario, domain, kind, rng)
+            if bad is not None:
+                rows.append({"id": f"{pair.id}-{kind[0]}{i}", "pair": pair.id,
+                             "description": pair.description,
+                             "problem": corruptions.shuffled_pddl(bad.problem, domain, rng),
+                             "label": kind, "detail": bad.detail})
+    return rows
+
+
+def _open(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return open(path, "w")
+
+
+def _dumps(obj) -> str:
+    return json.dumps(obj, separators=(",", ":"), sort_keys=True) + "\n"
+
+
+# ---- loading ----------------------------------------------------------------------------------
+def load_nl2pddl_manifest(data_dir: str | Path) -> dict:
+    path = Path(data_dir) / "manifest.json"
+    if not path.is_file():
+        raise ConfigError(f"{data_dir}: not an NL→PDDL dataset (no manifest.json; build one with "
+                          "plansuite-nl2pddl task=data)")
+    manifest = json.loads(path.read_text())
+    if manifest.get("kind") != "nl2pddl":
+        raise ConfigError(f"{path}: a '{manifest.get('dataset')}' dataset, not an NL→PDDL one")
+    return manifest
+
+
+def _rows(data_dir: str | Path, folder: str, split: str) -> list[dict]:
+    if split not in SPLITS:
+        raise ConfigError(f"split={split!r}: choose from {', '.join(SPLITS)}")
+    load_nl2pddl_manifest(data_dir)
+    path = Path(data_dir) / folder / f"{split}.jsonl"
+    if not path.is_file():
+        raise ConfigError(f"{path}: missing (dataset incomplete?)")
+    return list(iter_jsonl(path))
+
+
+def load_pairs(data_dir: str | Path, split: str) -> list[Pair]:
+    fields = set(Pair.__dataclass_fields__)
+    return [Pair(**{k: v for k, v in r.items() if k in fields}) for r in _rows(data_dir, "pairs", split)]
+
+
+def load_critic_examples(data_dir: str | Path, split: str) -> list[CriticExample]:
+    return [CriticExample(**r) for r in _rows(data_dir, "critic", split)]

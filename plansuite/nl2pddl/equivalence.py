@@ -1,0 +1,198 @@
+"""Offline equivalence of a generated problem with its reference (never used inside the loop).
+
+*Structural*: same typed objects, ``:init``, ``:goal``, numeric fluents and ``:metric`` under a
+bijection between generated and reference objects — the identity first, a graph-isomorphism
+search only when it fails. Order, whitespace and comments never matter (we compare parsed sets).
+
+*Semantic* (Blocksworld and Gripper): same initial state and same set of goal states under one
+bijection. Goals are first completed with every literal they imply
+(:func:`~plansuite.nl2pddl.worlds.implied_literals`), so an under-specified but equivalent goal
+matches, and a subtly different one does not.
+
+``mapping`` always reads generated object → reference object.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+
+from plansuite.errors import PDDLError
+from plansuite.nl2pddl.graphs import find_mapping, problem_graph
+from plansuite.nl2pddl.worlds import SearchBudgetExceeded, implied_literals, world_for
+from plansuite.pddl.checks import check_problem
+from plansuite.pddl.model import Domain, Problem, atom_text
+from plansuite.pddl.parse import parse_problem
+
+COMMUTATIVE = {"+", "*"}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    equivalent: bool | None  # None: could not be decided (e.g. no semantic model for the domain)
+    mapping: dict[str, str] | None = None
+    reason: str = ""
+
+
+@dataclass
+class Comparison:
+    """What ``plansuite-equiv`` prints."""
+
+    parse: bool
+    structural: bool | None
+    semantic: bool | None
+    mapping: dict[str, str] | None
+    reasons: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+# ---- metric -----------------------------------------------------------------------------------
+def _tokens(text: str) -> list[str]:
+    return re.findall(r"\(|\)|[^\s()]+", text.lower())
+
+
+def _tree(tokens: list[str]):
+    token = tokens.pop(0)
+    if token != "(":
+        return token
+    items = []
+    while tokens and tokens[0] != ")":
+        items.append(_tree(tokens))
+    if tokens:
+        tokens.pop(0)
+    return tuple(items)
+
+
+def _canon_expr(node, rename: dict[str, str]):
+    if isinstance(node, str):
+        try:
+            return repr(float(node))
+        except ValueError:
+            return rename.get(node, node)
+    items = [_canon_expr(n, rename) if i else n for i, n in enumerate(node)]
+    if items and items[0] in COMMUTATIVE:
+        items = [items[0], *sorted(items[1:], key=str)]
+    return tuple(items)
+
+
+def canonical_metric(metric: str | None, rename: dict[str, str] | None = None):
+    """Direction and normalised expression; ``rename`` maps object names first.
+
+    >>> canonical_metric("minimize (+ (total-cost) (* 2 (w a)))", {"a": "b"})
+    ('minimize', ('+', ('*', '2.0', ('w', 'b')), ('total-cost',)))
+    >>> canonical_metric("MINIMIZE (+ (w b) (total-cost))") == canonical_metric("minimize (+ (total-cost) (w b))")
+    True
+    """
+    if metric is None:
+        return None
+    tokens = _tokens(metric)
+    direction = tokens.pop(0) if tokens and tokens[0] != "(" else ""
+    return direction, _canon_expr(_tree(tokens), rename or {}) if tokens else None
+
+
+# ---- structural -------------------------------------------------------------------------------
+def _sections(problem: Problem, goal_pos=None, goal_neg=None) -> dict:
+    return {"init": problem.init, "goal": problem.goal_pos if goal_pos is None else goal_pos,
+            "goal-not": problem.goal_neg if goal_neg is None else goal_neg}
+
+
+def _same_under_identity(ref: Problem, gen: Problem) -> bool:
+    return (ref.objects == gen.objects and ref.init == gen.init and ref.goal_pos == gen.goal_pos
+            and ref.goal_neg == gen.goal_neg and ref.fluents == gen.fluents
+            and canonical_metric(ref.metric) == canonical_metric(gen.metric))
+
+
+def _first_difference(ref: Problem, gen: Problem) -> str:
+    """A readable reason for a structural mismatch (counts first, then identity-level facts)."""
+    def types(p):
+        return sorted((t, sum(1 for x in p.objects.values() if x == t)) for t in set(p.objects.values()))
+
+    if types(ref) != types(gen):
+        return f"object counts by type differ: reference {types(ref)}, generated {types(gen)}"
+    for name, r, g in (("init", ref.init, gen.init), ("goal", ref.goal_pos, gen.goal_pos),
+                       ("negative goal", ref.goal_neg, gen.goal_neg)):
+        if len(r) != len(g):
+            return f"{name} has {len(g)} atoms, reference has {len(r)}"
+        if ref.objects == gen.objects and r != g:
+            missing, extra = sorted(r - g), sorted(g - r)
+            detail = [f"missing {atom_text(missing[0])}"] if missing else []
+            detail += [f"unexpected {atom_text(extra[0])}"] if extra else []
+            return f"{name} differs ({', '.join(detail)}) and no renaming fixes it"
+    if sorted(ref.fluents.values()) != sorted(gen.fluents.values()):
+        return "numeric fluent values differ"
+    if (canonical_metric(ref.metric) or ("",))[0] != (canonical_metric(gen.metric) or ("",))[0]:
+        return f"metric differs: {ref.metric!r} vs {gen.metric!r}"
+    return "no renaming of objects makes the problems identical"
+
+
+def _match(ref: Problem, gen: Problem, ref_sections: dict, gen_sections: dict) -> dict | None:
+    """A renaming under which sections, fluents and metric all coincide."""
+    def metric_ok(mapping: dict[str, str]) -> bool:
+        return canonical_metric(gen.metric, mapping) == canonical_metric(ref.metric)
+
+    return find_mapping(problem_graph(ref.objects, ref_sections, ref.fluents),
+                        problem_graph(gen.objects, gen_sections, gen.fluents), metric_ok)
+
+
+def structural(ref: Problem, gen: Problem) -> Verdict:
+    if _same_under_identity(ref, gen):
+        return Verdict(True, {o: o for o in gen.objects})
+    mapping = _match(ref, gen, _sections(ref), _sections(gen))
+    if mapping is not None:
+        return Verdict(True, mapping)
+    return Verdict(False, None, _first_difference(ref, gen))
+
+
+# ---- semantic ---------------------------------------------------------------------------------
+def semantic_sections(problem: Problem, domain: Domain, negatives: bool) -> dict | None:
+    """``init`` and the completed goal; ``None`` if the goal holds in no valid state.
+
+    For goals without negative literals the implied *positive* facts already determine the set of
+    goal states, so the (many) implied negative facts are only added when ``negatives`` is set.
+    """
+    completed = implied_literals(world_for(domain), problem.objects, problem.goal_pos, problem.goal_neg)
+    if completed is None:
+        return None
+    return _sections(problem, completed[0], completed[1] if negatives else frozenset())
+
+
+def semantic(ref: Problem, gen: Problem, domain: Domain) -> Verdict:
+    if world_for(domain) is None:
+        return Verdict(None, None, f"no semantic model for domain '{domain.name}' "
+                                   "(Blocksworld and Gripper signatures only)")
+    issues = check_problem(gen, domain)
+    if issues:
+        return Verdict(False, None, f"generated problem is not domain-consistent: {issues[0]}")
+    negatives = bool(ref.goal_neg or gen.goal_neg)
+    try:
+        ref_sections = semantic_sections(ref, domain, negatives)
+        gen_sections = semantic_sections(gen, domain, negatives)
+    except SearchBudgetExceeded as exc:
+        return Verdict(None, None, f"goal completion gave up: {exc}")
+    if ref_sections is None:
+        return Verdict(None, None, "reference goal is unsatisfiable")
+    if gen_sections is None:
+        return Verdict(False, None, "generated goal cannot hold in any valid state")
+    if (ref.objects == gen.objects and ref_sections == gen_sections and ref.fluents == gen.fluents
+            and canonical_metric(ref.metric) == canonical_metric(gen.metric)):
+        return Verdict(True, {o: o for o in gen.objects})
+    mapping = _match(ref, gen, ref_sections, gen_sections)
+    if mapping is None:
+        return Verdict(False, None, "initial states or completed goals differ under every renaming")
+    return Verdict(True, mapping)
+
+
+# ---- front door -------------------------------------------------------------------------------
+def compare(reference: Problem, generated_text: str, domain: Domain,
+            generated_source: str = "<generated>") -> Comparison:
+    """Parse the generated text and compare it with the (already parsed) reference."""
+    try:
+        gen = parse_problem(generated_text, domain, source=generated_source, check=False)
+    except PDDLError as exc:
+        return Comparison(False, False, False if world_for(domain) else None, None,
+                          {"parse": str(exc)})
+    s, m = structural(reference, gen), semantic(reference, gen, domain)
+    reasons = {k: v.reason for k, v in (("structural", s), ("semantic", m)) if v.reason}
+    return Comparison(True, s.equivalent, m.equivalent, s.mapping or m.mapping, reasons)

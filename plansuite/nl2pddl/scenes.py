@@ -1,0 +1,191 @@
+"""Reference problems for the NL→PDDL data: abstract scenes and random explicit problems.
+
+An *abstract* scenario is a pair of named configurations ("all blocks on the table" → "one
+tower") that determines the problem up to renaming of objects, so an abstract description has a
+unique answer under semantic equivalence. Pairs whose goal would be ambiguous given the initial
+state (a tower → "one tower", in which order?) are deliberately not generated.
+A *random* scenario draws the initial state uniformly and the goal from another random state.
+
+Reference goals come in two equivalent forms: ``full`` (every fact of the goal configuration) and
+``core`` (the facts that pin each object; the rest is implied), so both forms occur in references.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from plansuite.domains.blocksworld import sample_towers, state_atoms
+from plansuite.domains.gripper import GRIPPERS
+from plansuite.pddl.model import Atom, Domain, Problem
+
+COLORS = ("red", "blue", "green", "yellow", "orange", "purple", "white", "black", "pink", "brown")
+ROOM_WORDS = ("kitchen", "hall", "office", "garage", "library")
+BLOCK_NAMES = {
+    "numbered": lambda n: [f"b{i}" for i in range(1, n + 1)],
+    "letters": lambda n: [chr(ord("a") + i) for i in range(n)],
+    "colors": lambda n: list(COLORS[:n]),
+}
+BALL_NAMES = {"numbered": lambda n: [f"ball{i}" for i in range(1, n + 1)],
+              "colors": lambda n: list(COLORS[:n])}
+ROOM_NAMES = {"letters": lambda n: [f"room{chr(ord('a') + i)}" for i in range(n)],
+              "words": lambda n: list(ROOM_WORDS[:n])}
+GRIPPER_NAMES = {"sides": lambda: list(GRIPPERS), "numbered": lambda: ["gripper1", "gripper2"]}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    problem: Problem
+    init_scene: str  # "random" or the name of an abstract configuration
+    goal_scene: str
+    names: dict[str, str]  # naming scheme per kind of object, e.g. {"block": "colors"}
+    params: dict = field(default_factory=dict)  # counts the abstract wording needs (n, k, h, ...)
+
+    @property
+    def abstract(self) -> bool:
+        return self.init_scene != "random"
+
+
+# ---- Blocksworld ------------------------------------------------------------------------------
+def _core(atoms: frozenset[Atom]) -> frozenset[Atom]:
+    """The facts that place each block; clear and arm-empty follow from them."""
+    return frozenset(a for a in atoms if a[0] in ("on", "on-table", "holding"))
+
+
+def _bw_config(scene: str, blocks: list[str], params: dict) -> frozenset[Atom]:
+    if scene == "on_table":
+        return state_atoms([[b] for b in blocks], None)
+    if scene == "tower":
+        return state_atoms([list(blocks)], None)
+    if scene == "invert":
+        return state_atoms([list(reversed(blocks))], None)
+    if scene == "towers":
+        h = params["height"]
+        return state_atoms([blocks[i:i + h] for i in range(0, len(blocks), h)], None)
+    if scene == "staircase":
+        towers, start = [], 0
+        for height in range(1, params["steps"] + 1):
+            towers.append(blocks[start:start + height])
+            start += height
+        return state_atoms(towers, None)
+    if scene == "holding":
+        return state_atoms([[b] for b in blocks[1:]], blocks[0])
+    raise ValueError(f"unknown blocksworld scene {scene!r}")
+
+
+def blocksworld_abstract(domain: Domain, sizes: list[int], rng: random.Random) -> list[Scenario]:
+    """Every unambiguous abstract (init scene, goal scene, size) combination, once each."""
+    out = []
+    for n in sizes:
+        shapes = [("on_table", "tower", {}), ("on_table", "holding", {}), ("tower", "on_table", {}),
+                  ("tower", "invert", {}), ("holding", "on_table", {})]
+        for k in range(2, n):
+            if n % k == 0 and n // k >= 2:
+                shapes += [("on_table", "towers", {"towers": k, "height": n // k}),
+                           ("towers", "on_table", {"towers": k, "height": n // k})]
+        steps = next((s for s in range(2, n + 1) if s * (s + 1) // 2 == n), None)
+        if steps:
+            shapes += [("on_table", "staircase", {"steps": steps}), ("staircase", "on_table", {"steps": steps})]
+        for init_scene, goal_scene, params in shapes:
+            blocks = BLOCK_NAMES["numbered"](n)
+            params = {"n": n, **params}
+            init = _bw_config(init_scene, blocks, params)
+            goal = _bw_config(goal_scene, blocks, params)
+            goal = goal if rng.random() < 0.5 else _core(goal)
+            problem = Problem(f"bw-{init_scene}-{goal_scene}-{n}", domain.name,
+                              {b: "object" for b in blocks}, init, goal)
+            out.append(Scenario(problem, init_scene, goal_scene, {"block": "numbered"}, params))
+    return out
+
+
+def blocksworld_random(domain: Domain, rng: random.Random, min_blocks: int, max_blocks: int,
+                       index: int) -> Scenario:
+    """A uniform initial state (maybe holding a block); the goal from another uniform state."""
+    n = rng.randint(min_blocks, max_blocks)
+    scheme = rng.choice(sorted(BLOCK_NAMES))
+    blocks = BLOCK_NAMES[scheme](n)
+    while True:
+        held = rng.choice(blocks) if rng.random() < 0.2 else None
+        init = state_atoms(sample_towers([b for b in blocks if b != held], rng), held)
+        full_goal = state_atoms(sample_towers(list(blocks), rng), None)
+        form = rng.choice(["full", "core", "on-only"])  # on-only: IPC style, truly partial
+        goal = {"full": full_goal, "core": _core(full_goal),
+                "on-only": frozenset(a for a in full_goal if a[0] == "on")}[form]
+        if goal and not goal <= init:
+            break
+    problem = Problem(f"bw-random-{index}", domain.name, {b: "object" for b in blocks}, init, goal)
+    return Scenario(problem, "random", "random", {"block": scheme}, {"n": n, "goal_form": form})
+
+
+# ---- Gripper ----------------------------------------------------------------------------------
+def _gripper_state(robot: str, where: dict[str, str], grippers: list[str]) -> frozenset[Atom]:
+    atoms: set[Atom] = {("at-robby", robot)}
+    for ball, place in where.items():
+        atoms.add(("carry", ball, place) if place in grippers else ("at", ball, place))
+    atoms.update(("free", g) for g in grippers if g not in where.values())
+    return frozenset(atoms)
+
+
+def _gripper_objects(balls, rooms, grippers) -> dict[str, str]:
+    return {**{b: "ball" for b in balls}, **{r: "room" for r in rooms}, **{g: "gripper" for g in grippers}}
+
+
+def gripper_abstract(domain: Domain, sizes: list[int], room_counts: list[int],
+                     rng: random.Random) -> list[Scenario]:
+    out = []
+    grippers = GRIPPER_NAMES["sides"]()
+    for n in sizes:
+        for r in room_counts:
+            balls, rooms = BALL_NAMES["numbered"](n), ROOM_NAMES["letters"](r)
+            spread = {b: rooms[i % r] for i, b in enumerate(balls)}
+            shapes = [("one_room", "other_room")]
+            if n % r == 0:  # "evenly" is only unambiguous when the rooms get equal shares
+                shapes += [("spread", "gather"), ("one_room", "spread")]
+                if r == 2:
+                    shapes.append(("spread", "swap"))
+            if n >= 3:
+                shapes.append(("carrying", "other_room"))
+            for init_scene, goal_scene in shapes:
+                params = {"n": n, "rooms": r, "per_room": n // r}
+                if init_scene == "one_room":
+                    init = _gripper_state(rooms[0], dict.fromkeys(balls, rooms[0]), grippers)
+                elif init_scene == "spread":
+                    init = _gripper_state(rooms[0], spread, grippers)
+                else:  # carrying: one ball in each gripper, the others in the robot's room
+                    where = {b: rooms[0] for b in balls}
+                    where.update(zip(balls, grippers))
+                    init = _gripper_state(rooms[0], where, grippers)
+                target = {"other_room": dict.fromkeys(balls, rooms[1]), "spread": spread,
+                          "gather": dict.fromkeys(balls, rooms[0]),
+                          "swap": {b: rooms[1 - rooms.index(spread[b])] for b in balls}}[goal_scene]
+                goal = {("at", b, room) for b, room in target.items()}
+                if rng.random() < 0.5:  # full form: the (implied) free grippers too
+                    goal |= {("free", g) for g in grippers}
+                problem = Problem(f"gripper-{init_scene}-{goal_scene}-{n}-{r}", domain.name,
+                                  _gripper_objects(balls, rooms, grippers), init, frozenset(goal))
+                out.append(Scenario(problem, init_scene, goal_scene,
+                                    {"ball": "numbered", "room": "letters", "gripper": "sides"}, params))
+    return out
+
+
+def gripper_random(domain: Domain, rng: random.Random, min_balls: int, max_balls: int,
+                   room_counts: list[int], index: int) -> Scenario:
+    n, r = rng.randint(min_balls, max_balls), rng.choice(room_counts)
+    names = {"ball": rng.choice(sorted(BALL_NAMES)), "room": rng.choice(sorted(ROOM_NAMES)),
+             "gripper": rng.choice(sorted(GRIPPER_NAMES))}
+    balls, rooms = BALL_NAMES[names["ball"]](n), ROOM_NAMES[names["room"]](r)
+    grippers = GRIPPER_NAMES[names["gripper"]]()
+    while True:
+        where = {b: rng.choice(rooms) for b in balls}
+        carried = rng.sample(balls, rng.choice([0, 0, 1, 2]))
+        where.update(zip(carried, grippers))
+        init = _gripper_state(rng.choice(rooms), where, grippers)
+        moved = rng.sample(balls, rng.randint(1, n))
+        goal = {("at", b, rng.choice(rooms)) for b in moved}
+        if rng.random() < 0.2:
+            goal.add(("at-robby", rng.choice(rooms)))
+        if not goal <= init:
+            break
+    problem = Problem(f"gripper-random-{index}", domain.name, _gripper_objects(balls, rooms, grippers),
+                      init, frozenset(goal))
+    return Scenario(problem, "random", "random", names, {"n": n, "rooms": r})
