@@ -100,15 +100,9 @@ def _object_corruption(scenario: Scenario, domain: Domain, rng: random.Random) -
     return replace(p, objects=objects, init=world.atoms(assign, objects), goal_pos=goal), f"removed {gone}"
 
 
-def _init_corruption(scenario: Scenario, domain: Domain, rng: random.Random) -> tuple[Problem, str] | None:
-    p = scenario.problem
-    if rng.random() < 0.5:  # two objects trade places in the initial state only
-        pair = _same_type_pair(p, rng)
-        if pair is None:
-            return None
-        a, b = pair
-        return replace(p, init=_rename_in(p.init, {a: b, b: a})), f"swapped {a} and {b} in init"
-    task = GroundTask(domain, p)  # or: a few random legal actions from the initial state
+def _walk(problem: Problem, domain: Domain, init, rng: random.Random) -> tuple[frozenset[Atom], list[str]]:
+    """The state after 1-3 random legal actions from ``init``, and the actions taken."""
+    task = GroundTask(domain, replace(problem, init=frozenset(init)))
     state, steps = task.init, []
     for _ in range(rng.randint(1, 3)):
         options = task.applicable(state)
@@ -117,22 +111,40 @@ def _init_corruption(scenario: Scenario, domain: Domain, rng: random.Random) -> 
         action = rng.choice(options)
         steps.append(task.actions[action])
         state = task.apply(state, action)
-    init = frozenset(tuple(t[1:-1].split()) for t in task.decode(state))
+    return frozenset(tuple(t[1:-1].split()) for t in task.decode(state)), steps
+
+
+def _init_corruption(scenario: Scenario, domain: Domain, rng: random.Random) -> tuple[Problem, str] | None:
+    p = scenario.problem
+    if rng.random() < 0.5:  # two objects trade places in the initial state only
+        pair = _same_type_pair(p, rng)
+        if pair is None:
+            return None
+        a, b = pair
+        return replace(p, init=_rename_in(p.init, {a: b, b: a})), f"swapped {a} and {b} in init"
+    init, steps = _walk(p, domain, p.init, rng)  # or: a few random legal actions later
     return replace(p, init=init), "init advanced by " + " ".join(steps)
 
 
 def _goal_corruption(scenario: Scenario, domain: Domain, rng: random.Random) -> tuple[Problem, str] | None:
     p = scenario.problem
     choice = rng.random()
-    if choice < 0.4:  # two objects trade places in the goal only
+    if choice < 0.3:  # two objects trade places in the goal only
         pair = _same_type_pair(p, rng)
         if pair is None:
             return None
         a, b = pair
         return replace(p, goal_pos=_rename_in(p.goal_pos, {a: b, b: a})), f"swapped {a} and {b} in goal"
+    if choice < 0.55:  # a goal state a few actions away, stated with the same predicates
+        world = world_for(domain)
+        witness = find_state(world, p.objects, p.goal_pos, p.goal_neg)
+        moved, steps = _walk(p, domain, world.atoms(witness, p.objects), rng)
+        used = {a[0] for a in p.goal_pos}
+        goal = frozenset(a for a in moved if a[0] in used) or moved
+        return replace(p, goal_pos=goal), "goal moved by " + " ".join(steps)
     atoms = sorted(p.goal_pos)
     victim = rng.choice(atoms)
-    if choice < 0.7 and len(atoms) > 1:  # drop a goal fact that was not implied by the others
+    if choice < 0.75 and len(atoms) > 1:  # drop a goal fact that was not implied by the others
         return replace(p, goal_pos=frozenset(atoms) - {victim}), f"dropped {atom_text(victim)}"
     if len(victim) < 2:
         return None

@@ -172,14 +172,14 @@ def _build_into(tmp: Path, spec: NL2PDDLSpec, domain: Domain, domain_text: str, 
     split_rng = random.Random(f"{seed}/splits")
     split_of = {}
     for abstract in (True, False):
-        split_of.update(assign_splits([g for g, s in zip(groups, found) if s.abstract == abstract],
+        split_of.update(assign_splits([g for g, s in zip(groups, found, strict=True) if s.abstract == abstract],
                                       spec.fractions, split_rng))
     timings = {"scenarios": round(time.perf_counter() - start, 3)}
     counts: dict[str, Counter] = {s: Counter() for s in SPLITS}
     pair_files = {s: _open(tmp / "pairs" / f"{s}.jsonl") for s in SPLITS}
     critic_files = {s: _open(tmp / "critic" / f"{s}.jsonl") for s in SPLITS}
     try:
-        for index, (scenario, group) in enumerate(zip(found, groups)):
+        for index, (scenario, group) in enumerate(zip(found, groups, strict=True)):
             split = split_of[group]
             rng = random.Random(f"{seed}/problem/{index}")
             pid = f"p{index:05d}"

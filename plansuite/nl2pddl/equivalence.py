@@ -81,7 +81,7 @@ def canonical_metric(metric: str | None, rename: dict[str, str] | None = None):
     """Direction and normalised expression; ``rename`` maps object names first.
 
     >>> canonical_metric("minimize (+ (total-cost) (* 2 (w a)))", {"a": "b"})
-    ('minimize', ('+', ('*', '2.0', ('w', 'b')), ('total-cost',)))
+    ('minimize', ('+', ('*', ('w', 'b'), '2.0'), ('total-cost',)))
     >>> canonical_metric("MINIMIZE (+ (w b) (total-cost))") == canonical_metric("minimize (+ (total-cost) (w b))")
     True
     """

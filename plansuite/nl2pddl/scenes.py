@@ -153,7 +153,7 @@ def gripper_abstract(domain: Domain, sizes: list[int], room_counts: list[int],
                     init = _gripper_state(rooms[0], spread, grippers)
                 else:  # carrying: one ball in each gripper, the others in the robot's room
                     where = {b: rooms[0] for b in balls}
-                    where.update(zip(balls, grippers))
+                    where.update(zip(balls[:2], grippers, strict=True))
                     init = _gripper_state(rooms[0], where, grippers)
                 target = {"other_room": dict.fromkeys(balls, rooms[1]), "spread": spread,
                           "gather": dict.fromkeys(balls, rooms[0]),
@@ -178,7 +178,7 @@ def gripper_random(domain: Domain, rng: random.Random, min_balls: int, max_balls
     while True:
         where = {b: rng.choice(rooms) for b in balls}
         carried = rng.sample(balls, rng.choice([0, 0, 1, 2]))
-        where.update(zip(carried, grippers))
+        where.update(zip(carried, grippers[:len(carried)], strict=True))
         init = _gripper_state(rng.choice(rooms), where, grippers)
         moved = rng.sample(balls, rng.randint(1, n))
         goal = {("at", b, rng.choice(rooms)) for b in moved}

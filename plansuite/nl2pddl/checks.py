@@ -1,0 +1,118 @@
+"""Online operational checks of a candidate problem, each returning located diagnostics.
+
+1. parse — the ``pddl`` parser (kinds ``parse``, ``unsupported``, ``requirement``);
+2. domain consistency — :func:`plansuite.pddl.checks.check_problem` (``undeclared-object``,
+   ``undeclared-predicate``, ``arity``, ``type``, ``undeclared-type``, ``requirement``,
+   ``domain-name``, ``duplicate``);
+3. solvability with Fast Downward and validity of its plan with VAL (``unsolvable``,
+   ``planner-timeout``, ``planner-error``, ``plan-invalid``);
+4. the critic, when one is configured (``critic-object``, ``critic-init``, ``critic-goal``,
+   ``critic``).
+
+A candidate is operationally successful when every check that ran passed and all of 1–3 ran;
+the critic is part of it when configured (``critic_accepted`` is ``None`` when it is not).
+These checks never look at the reference problem.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from plansuite.errors import PDDLError
+from plansuite.nl2pddl.critic import Critic, critic_diagnostic
+from plansuite.pddl import fast_downward, val
+from plansuite.pddl.checks import Diagnostic, check_problem
+from plansuite.pddl.parse import load_domain, parse_problem, read_text
+
+Planner = Callable[[Path, Path], fast_downward.PlanResult]
+Validator = Callable[[Path, Path, list[str]], val.ValResult]
+FLAGS = ("parsed", "domain_consistent", "solvable", "plan_valid", "critic_accepted")
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    parsed: bool
+    domain_consistent: bool | None  # None: not run (an earlier check failed)
+    solvable: bool | None
+    plan_valid: bool | None
+    critic_accepted: bool | None  # None: no critic configured, or the text did not parse
+    diagnostics: tuple[Diagnostic, ...] = ()
+    plan: tuple[str, ...] | None = None
+
+    @property
+    def success(self) -> bool:
+        return (self.parsed and bool(self.domain_consistent) and bool(self.solvable)
+                and bool(self.plan_valid) and self.critic_accepted is not False)
+
+    def flags(self) -> dict[str, bool | None]:
+        return {f: getattr(self, f) for f in FLAGS} | {"success": self.success}
+
+    def as_dict(self) -> dict:
+        return {**self.flags(), "diagnostics": [d.as_dict() for d in self.diagnostics],
+                "plan": list(self.plan) if self.plan is not None else None}
+
+
+def parse_diagnostic(exc: PDDLError) -> Diagnostic:
+    """A parser error as a diagnostic; the line comes from the ``(line N, column M)`` note."""
+    m = re.search(r"\(line (\d+)", exc.construct)
+    return Diagnostic(exc.kind if exc.kind != "semantic" else "parse", exc.source,
+                      re.sub(r"\s*\(line \d+, column \d+\)", "", exc.construct), exc.problem,
+                      int(m.group(1)) if m else None)
+
+
+class OperationalChecker:
+    """Runs the checks against one domain file; planner, validator and critic can be swapped."""
+
+    def __init__(self, domain_file: str | Path, *, critic: Critic | None = None,
+                 mode: str = "satisficing", time_limit: float = 20.0,
+                 planner: Planner | None = None, validator: Validator | None = None,
+                 source: str = "candidate.pddl"):
+        self.domain_file = Path(domain_file)
+        self.domain_text = read_text(self.domain_file, "domain")
+        self.domain = load_domain(self.domain_file)
+        self.critic, self.source = critic, source
+        self.planner = planner or (lambda d, p: fast_downward.solve(d, p, mode, time_limit))
+        self.validator = validator or val.validate
+
+    def check(self, text: str, description: str | None = None) -> CheckReport:
+        try:
+            problem = parse_problem(text, self.domain, source=self.source, check=False)
+        except PDDLError as exc:
+            return CheckReport(False, None, None, None, None, (parse_diagnostic(exc),))
+        diagnostics = list(check_problem(problem, self.domain, text))
+        consistent = not diagnostics
+        solvable = valid = None
+        plan = None
+        if consistent:
+            solvable, valid, plan, found = self._solve(text)
+            diagnostics += found
+        accepted = None
+        if self.critic is not None and description is not None:
+            verdict = self.critic.judge(description, text)
+            accepted = verdict.accepted
+            if not accepted:
+                diagnostics.append(critic_diagnostic(verdict, self.source))
+        return CheckReport(True, consistent, solvable, valid, accepted, tuple(diagnostics), plan)
+
+    def _solve(self, text: str):
+        with tempfile.TemporaryDirectory(prefix="plansuite-nl2pddl-") as tmp:
+            problem_file = Path(tmp) / self.source
+            problem_file.write_text(text)
+            result = self.planner(self.domain_file, problem_file)
+            if not result.solved:
+                kind = {"unsolvable": "unsolvable", "timeout": "planner-timeout"}.get(result.status,
+                                                                                      "planner-error")
+                message = {"unsolvable": "Fast Downward proved that the goal cannot be reached "
+                                         "from the initial state"}.get(kind, result.message)
+                return (False if kind == "unsolvable" else None), None, None, [
+                    Diagnostic(kind, self.source, "(:goal ...)", message)]
+            verdict = self.validator(self.domain_file, problem_file, list(result.plan))
+        plan = tuple(result.plan)
+        if verdict.valid:
+            return True, True, plan, []
+        return True, False, plan, [Diagnostic("plan-invalid", self.source, "plan",
+                                              f"VAL rejects the planner's plan: {verdict.message}")]

@@ -1,0 +1,103 @@
+"""The generation/repair experiment over a dataset split, then its offline scoring.
+
+Run directory::
+
+    attempts.jsonl   one line per attempt: item, style, attempt, text, feedback, check flags,
+                     diagnostics, plan, seconds, stop (null until the item's last attempt)
+    scores.jsonl     the flags plus structural/semantic equivalence with the reference
+    metrics.json     per-round rates, overall and per description style
+    metrics.md       the same as tables
+
+The log is appended and flushed after every attempt. A killed run resumes where it stopped:
+items whose last logged attempt has no stop reason are dropped and redone.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from plansuite.data.builder import iter_jsonl
+from plansuite.errors import ConfigError
+from plansuite.nl2pddl.checks import OperationalChecker
+from plansuite.nl2pddl.dataset import Pair
+from plansuite.nl2pddl.generators import ProblemGenerator
+from plansuite.nl2pddl.metrics import gap_table, round_metrics, score_attempt
+from plansuite.nl2pddl.repair import repair
+from plansuite.pddl.model import Domain
+from plansuite.pddl.parse import parse_problem
+
+ATTEMPTS, SCORES, METRICS_JSON, METRICS_MD = "attempts.jsonl", "scores.jsonl", "metrics.json", "metrics.md"
+
+
+def finished_records(log: Path) -> list[dict]:
+    """Attempts of the items that reached a stop rule (partial items are left out)."""
+    if not log.is_file():
+        return []
+    rows = list(iter_jsonl(log))
+    done = {r["item"] for r in rows if r.get("stop")}
+    return [r for r in rows if r["item"] in done]
+
+
+def run_repair(pairs: list[Pair], generator: ProblemGenerator, checker: OperationalChecker,
+               out_dir: str | Path, max_attempts: int, progress: Callable[[str], None] = print) -> Path:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    log = out_dir / ATTEMPTS
+    kept = finished_records(log)
+    log.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in kept))  # drop partial items
+    done = {r["item"] for r in kept}
+    todo = [p for p in pairs if p.id not in done]
+    if done:
+        progress(f"[nl2pddl] resuming: {len(done)} items already done, {len(todo)} to go")
+    start = time.perf_counter()
+    with open(log, "a") as f:
+        for i, pair in enumerate(todo, start=1):
+            def write(attempt, stop, pair=pair):
+                f.write(json.dumps({"item": pair.id, "style": pair.style, **attempt.as_dict(),
+                                    "stop": stop}, sort_keys=True) + "\n")
+                f.flush()
+
+            result = repair(pair.description, generator, checker, max_attempts, write)
+            progress(f"[nl2pddl] {i}/{len(todo)} {pair.id}: {len(result.attempts)} attempt(s), "
+                     f"stop={result.stop} ({time.perf_counter() - start:.0f}s)")
+    return log
+
+
+def score_run(out_dir: str | Path, pairs: list[Pair], domain: Domain) -> dict:
+    """Offline equivalence of every logged attempt; writes scores and metrics files."""
+    out_dir = Path(out_dir)
+    records = finished_records(out_dir / ATTEMPTS)
+    if not records:
+        raise ConfigError(f"{out_dir / ATTEMPTS}: no finished items to score (run task=repair first)")
+    by_id = {p.id: p for p in pairs}
+    missing = sorted({r["item"] for r in records} - set(by_id))
+    if missing:
+        raise ConfigError(f"{out_dir / ATTEMPTS}: item {missing[0]} is not in the dataset split "
+                          "(scoring against a different data_dir or split?)")
+    references = {}
+    scores = []
+    for r in records:
+        if r["item"] not in references:
+            references[r["item"]] = parse_problem(by_id[r["item"]].problem, domain, source=r["item"])
+        scores.append({**score_attempt(r, references[r["item"]], domain), "style": r.get("style")})
+    with open(out_dir / SCORES, "w") as f:
+        f.writelines(json.dumps(s, sort_keys=True) + "\n" for s in scores)
+    rounds = max(s["attempt"] for s in scores)
+    metrics = {"overall": round_metrics(scores, rounds), "by_style": {
+        style: round_metrics([s for s in scores if s["style"] == style], rounds)
+        for style in sorted({s["style"] for s in scores})}}
+    stops: dict[str, int] = {}
+    for r in records:
+        if r.get("stop"):
+            stops[r["stop"]] = stops.get(r["stop"], 0) + 1
+    metrics["stops"] = dict(sorted(stops.items()))
+    (out_dir / METRICS_JSON).write_text(json.dumps(metrics, indent=2) + "\n")
+    parts = ["## All descriptions\n", gap_table(metrics["overall"])]
+    for style, rows in metrics["by_style"].items():
+        parts += [f"\n## {style} descriptions\n", gap_table(rows)]
+    parts.append(f"\nStop reasons: {metrics['stops']}\n")
+    (out_dir / METRICS_MD).write_text("".join(parts))
+    return metrics

@@ -1,0 +1,135 @@
+"""The problem-generator interface of the repair loop, and an OpenAI-compatible HTTP backend.
+
+Any object with this method is a backend::
+
+    generate(description: str, domain_text: str, feedback: Feedback | None) -> str
+
+It returns the text of a ``problem.pddl`` (surrounding prose is tolerated: the loop checks what
+:func:`extract_problem` finds). ``feedback`` is ``None`` on the first attempt; afterwards it
+carries the previous candidate, the diagnostics that rejected it and ``message``, a ready-made
+instruction for a chat model. Backends must not raise on bad model output (the checks report
+it); they raise :class:`BackendError` only when the backend itself fails (unreachable server).
+
+Plugging a served LLM in is configuration only, e.g. a vLLM / llama.cpp / OpenAI endpoint::
+
+    plansuite-nl2pddl task=repair backend.base_url=http://localhost:8000/v1 backend.model=NAME
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Protocol
+
+from plansuite.errors import PlansuiteError
+from plansuite.pddl.checks import Diagnostic
+
+SYSTEM_PROMPT = ("You translate natural-language planning tasks into PDDL. Reply with exactly one "
+                 "complete PDDL problem file for the given domain, and nothing else.")
+
+
+class BackendError(PlansuiteError):
+    """The generation backend failed (not the model's output: that is what the checks judge)."""
+
+
+@dataclass(frozen=True)
+class Feedback:
+    previous: str  # the rejected candidate
+    diagnostics: tuple[Diagnostic, ...]  # the actionable diagnostics
+    message: str  # instruction for the next attempt, built from the diagnostics
+
+
+class ProblemGenerator(Protocol):
+    def generate(self, description: str, domain_text: str, feedback: Feedback | None) -> str:
+        ...
+
+
+def extract_problem(reply: str) -> str:
+    """The ``(define (problem ...) ...)`` form inside a model reply (fences and prose dropped).
+
+    >>> extract_problem("Sure!\\n```pddl\\n(define (problem p) (:domain d))\\n```\\nDone.")
+    '(define (problem p) (:domain d))'
+    >>> extract_problem("no pddl here")
+    'no pddl here'
+    """
+    lowered = reply.lower()
+    start = lowered.find("(define")
+    if start < 0:
+        return reply.strip()
+    depth, in_comment = 0, False
+    for i in range(start, len(reply)):
+        ch = reply[i]
+        if in_comment:
+            in_comment = ch != "\n"
+        elif ch == ";":
+            in_comment = True
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return reply[start:i + 1]
+    return reply[start:].strip()  # unbalanced: let the parser say where
+
+
+def chat_messages(description: str, domain_text: str, feedback: Feedback | None) -> list[dict]:
+    user = (f"Domain:\n```pddl\n{domain_text.strip()}\n```\n\nTask description:\n{description}\n\n"
+            "Write the problem.pddl for this task.")
+    messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+    if feedback is not None:
+        messages += [{"role": "assistant", "content": feedback.previous},
+                     {"role": "user", "content": feedback.message}]
+    return messages
+
+
+class OpenAIChatGenerator:
+    """Chat completions over HTTP (``POST {base_url}/chat/completions``), stdlib only.
+
+    The API key is read from the environment variable named by ``api_key_env`` (never stored in
+    a config); no key means no ``Authorization`` header (typical for local servers).
+    """
+
+    def __init__(self, base_url: str, model: str, api_key_env: str | None = "OPENAI_API_KEY",
+                 temperature: float = 0.0, max_tokens: int = 1024, timeout_s: float = 120.0,
+                 retries: int = 2, retry_wait_s: float = 2.0):
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.model, self.temperature, self.max_tokens = model, temperature, max_tokens
+        self.timeout_s, self.retries, self.retry_wait_s = timeout_s, retries, retry_wait_s
+        self.api_key = os.environ.get(api_key_env) if api_key_env else None
+
+    def generate(self, description: str, domain_text: str, feedback: Feedback | None) -> str:
+        body = {"model": self.model, "messages": chat_messages(description, domain_text, feedback),
+                "temperature": self.temperature, "max_tokens": self.max_tokens}
+        reply = self._post(body)
+        try:
+            content = reply["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise BackendError(f"{self.url}: reply has no choices[0].message.content "
+                               f"({json.dumps(reply)[:120]})") from exc
+        return extract_problem(content or "")
+
+    def _post(self, body: dict) -> dict:
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        request = urllib.request.Request(self.url, json.dumps(body).encode(), headers, method="POST")
+        for attempt in range(self.retries + 1):
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                    return json.loads(response.read().decode())
+            except urllib.error.HTTPError as exc:
+                detail = exc.read().decode(errors="replace")[:200].strip()
+                if exc.code not in (429, 500, 502, 503, 504) or attempt == self.retries:
+                    raise BackendError(f"{self.url}: HTTP {exc.code} {detail}") from exc
+            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+                if attempt == self.retries:
+                    reason = getattr(exc, "reason", exc)
+                    raise BackendError(f"{self.url}: cannot reach the server ({reason})") from exc
+            except json.JSONDecodeError as exc:
+                raise BackendError(f"{self.url}: reply is not JSON") from exc
+            time.sleep(self.retry_wait_s * (attempt + 1))
+        raise AssertionError("unreachable")

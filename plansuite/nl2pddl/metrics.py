@@ -1,0 +1,84 @@
+"""Per-round metrics of a repair run, and the table of operational success vs. reconstruction.
+
+Scores come from two places that never mix inside the loop: the operational flags the loop logged
+(parse … critic, success) and the offline comparison with the reference (structural, semantic),
+computed afterwards by :func:`score_attempt`. Round ``r`` looks at each item's candidate after
+``r`` attempts (its last one if the loop stopped earlier).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from plansuite.nl2pddl.equivalence import compare
+from plansuite.pddl.model import Domain, Problem
+
+COLUMNS = (("parse", "parsed"), ("domain", "domain_consistent"), ("solvable", "solvable"),
+           ("VAL", "plan_valid"), ("critic", "critic_accepted"), ("op. success", "success"),
+           ("structural", "structural"), ("semantic", "semantic"))
+
+
+def score_attempt(record: dict, reference: Problem, domain: Domain) -> dict:
+    """The logged flags of one attempt plus its offline equivalence with the reference."""
+    comparison = compare(reference, record["text"], domain, f"{record['item']}#{record['attempt']}")
+    flags = {field: record.get(field) for _, field in COLUMNS[:6]}
+    return {"item": record["item"], "attempt": record["attempt"], **flags,
+            "structural": comparison.structural, "semantic": comparison.semantic,
+            "reasons": comparison.reasons}
+
+
+def _rate(values: list) -> float | None:
+    """Fraction of True, ``None`` counting as False; ``None`` if no value was ever measured.
+
+    >>> _rate([True, False, None, True]), _rate([None, None])
+    (0.5, None)
+    """
+    if all(v is None for v in values):
+        return None
+    return sum(1 for v in values if v is True) / len(values)
+
+
+def round_metrics(scores: list[dict], rounds: int | None = None) -> list[dict]:
+    """One row per round: the rate of every column, and the gap between success and meaning.
+
+    >>> s = [{"item": "a", "attempt": 1, "success": False, "semantic": False},
+    ...      {"item": "a", "attempt": 2, "success": True, "semantic": True},
+    ...      {"item": "b", "attempt": 1, "success": True, "semantic": False}]
+    >>> [(m["round"], m["success"], m["semantic"], m["success_not_semantic"]) for m in round_metrics(s)]
+    [(1, 0.5, 0.0, 0.5), (2, 1.0, 0.5, 0.5)]
+    """
+    by_item: dict[str, list[dict]] = defaultdict(list)
+    for s in scores:
+        by_item[s["item"]].append(s)
+    for attempts in by_item.values():
+        attempts.sort(key=lambda s: s["attempt"])
+    rounds = rounds or max((len(a) for a in by_item.values()), default=0)
+    out = []
+    for r in range(1, rounds + 1):
+        current = [attempts[min(r, len(attempts)) - 1] for attempts in by_item.values()]
+        row = {"round": r, "n": len(current)}
+        row.update({field: _rate([s.get(field) for s in current]) for _, field in COLUMNS})
+        row["success_not_semantic"] = _rate([bool(s.get("success")) and s.get("semantic") is False
+                                             for s in current])
+        out.append(row)
+    return out
+
+
+def gap_table(metrics: list[dict]) -> str:
+    """Markdown table: rates per round, and how often operational success hides a wrong problem."""
+    header = ["round", "n", *(name for name, _ in COLUMNS), "op. success but wrong"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for m in metrics:
+        cells = [str(m["round"]), str(m["n"])]
+        cells += [_cell(m[field]) for _, field in COLUMNS] + [_cell(m["success_not_semantic"])]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(value: float | None) -> str:
+    """Three decimals, or n/a for a check that never ran.
+
+    >>> _cell(0.25), _cell(None)
+    ('0.250', 'n/a')
+    """
+    return "n/a" if value is None else f"{value:.3f}"

@@ -1,0 +1,107 @@
+"""The repair loop: generate, check, feed the diagnostics back, until a stop rule fires.
+
+Stop rules, checked after every attempt in this order:
+
+- ``success``: the candidate passed the operational checks;
+- ``unchanged``: the candidate equals the previous one (up to whitespace) — the backend ignored
+  the feedback, so asking again would loop;
+- ``no-feedback``: no diagnostic is actionable (e.g. only a planner timeout);
+- ``max-attempts``: the attempt budget is spent.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from plansuite.nl2pddl.checks import CheckReport, OperationalChecker
+from plansuite.nl2pddl.generators import Feedback, ProblemGenerator
+from plansuite.pddl.checks import Diagnostic
+
+STOP_RULES = ("success", "unchanged", "no-feedback", "max-attempts")
+NOT_ACTIONABLE = frozenset({"planner-timeout", "planner-error"})  # nothing in the text to fix
+
+
+@dataclass(frozen=True)
+class Attempt:
+    number: int  # 1-based
+    text: str
+    report: CheckReport
+    feedback: str | None  # the feedback message this attempt answered (None for the first)
+    seconds: float
+
+    def as_dict(self) -> dict:
+        return {"attempt": self.number, "text": self.text, "feedback": self.feedback,
+                "seconds": round(self.seconds, 3), **self.report.as_dict()}
+
+
+@dataclass(frozen=True)
+class RepairResult:
+    attempts: tuple[Attempt, ...]
+    stop: str  # one of STOP_RULES
+
+    @property
+    def final(self) -> Attempt:
+        return self.attempts[-1]
+
+
+def describe_diagnostic(d: Diagnostic) -> str:
+    """One feedback line.
+
+    >>> describe_diagnostic(Diagnostic("arity", "p.pddl", "init (on a)", "'on' takes 2 argument(s), got 1", 4))
+    "- line 4, init (on a): 'on' takes 2 argument(s), got 1 [arity]"
+    """
+    where = f"line {d.line}, {d.construct}" if d.line else d.construct
+    return f"- {where}: {d.message} [{d.kind}]"
+
+
+def build_feedback(text: str, report: CheckReport) -> Feedback | None:
+    """Feedback from the actionable diagnostics of a failed candidate; ``None`` if there are none."""
+    useful = tuple(d for d in report.diagnostics if d.kind not in NOT_ACTIONABLE)
+    if not useful:
+        return None
+    lines = "\n".join(describe_diagnostic(d) for d in useful)
+    message = (f"Your problem has {len(useful)} issue(s):\n{lines}\n"
+               "Fix them and reply with the complete corrected problem.pddl only.")
+    return Feedback(text, useful, message)
+
+
+def _same(a: str, b: str) -> bool:
+    return a.split() == b.split()
+
+
+def repair(description: str, generator: ProblemGenerator, checker: OperationalChecker,
+           max_attempts: int = 4, on_attempt: Callable[[Attempt, str | None], None] | None = None
+           ) -> RepairResult:
+    """Run the loop for one description; ``on_attempt(attempt, stop_or_None)`` sees each attempt."""
+    if max_attempts < 1:
+        raise ValueError("max_attempts must be >= 1")
+    attempts: list[Attempt] = []
+    feedback: Feedback | None = None
+    while True:
+        start = time.perf_counter()
+        text = generator.generate(description, checker.domain_text, feedback)
+        previous = attempts[-1] if attempts else None
+        if previous is not None and _same(text, previous.text):
+            report = previous.report  # same text, same verdict: no need to run the checks again
+        else:
+            report = checker.check(text, description)
+        attempt = Attempt(len(attempts) + 1, text, report, feedback.message if feedback else None,
+                          time.perf_counter() - start)
+        attempts.append(attempt)
+        feedback = None if report.success else build_feedback(text, report)
+        if report.success:
+            stop = "success"
+        elif previous is not None and _same(text, previous.text):
+            stop = "unchanged"
+        elif feedback is None:
+            stop = "no-feedback"
+        elif len(attempts) >= max_attempts:
+            stop = "max-attempts"
+        else:
+            stop = None
+        if on_attempt is not None:
+            on_attempt(attempt, stop)
+        if stop is not None:
+            return RepairResult(tuple(attempts), stop)

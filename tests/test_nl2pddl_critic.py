@@ -1,0 +1,107 @@
+"""Critic training data (labelled corruptions) and the critic protocol inside the checks."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from plansuite.domains import builtin_path, load_builtin
+from plansuite.nl2pddl.checks import OperationalChecker
+from plansuite.nl2pddl.corrupt import KINDS, corrupt, equivalent_variant, shuffled_pddl
+from plansuite.nl2pddl.critic import CRITIC_LABELS, CriticVerdict, critic_input
+from plansuite.nl2pddl.dataset import NL2PDDLSpec, scenarios
+from plansuite.nl2pddl.equivalence import compare, semantic
+from plansuite.nl2pddl.worlds import find_state, world_for
+from plansuite.pddl.checks import check_problem
+from plansuite.pddl.parse import parse_problem
+
+SPECS = {"blocksworld": NL2PDDLSpec(random_problems=25, abstract_sizes=[3, 4, 6], max_objects=6),
+         "gripper": NL2PDDLSpec(domain="gripper", random_problems=25, min_objects=2, max_objects=5,
+                                abstract_sizes=[2, 4])}
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_corruptions_are_valid_problems_with_a_different_meaning(name):
+    domain = load_builtin(name)
+    world = world_for(domain)
+    rng = random.Random(7)
+    made = Counter()
+    for scenario in scenarios(SPECS[name], domain, seed=2):
+        for kind in KINDS:
+            bad = corrupt(scenario, domain, kind, rng)
+            if bad is None:
+                continue
+            made[kind] += 1
+            p, ref = bad.problem, scenario.problem
+            assert bad.kind == kind and bad.detail
+            assert not check_problem(p, domain)  # domain-consistent: only a critic can tell
+            assert world.assignment(p.init, p.objects) is not None  # a valid initial state
+            assert find_state(world, p.objects, p.goal_pos, p.goal_neg) is not None  # reachable goal
+            assert semantic(ref, p, domain).equivalent is False
+            # The label says what changed.
+            if kind == "object":
+                assert set(p.objects) != set(ref.objects)
+            elif kind == "init":
+                assert p.objects == ref.objects and p.init != ref.init and p.goal_pos == ref.goal_pos
+            else:
+                assert p.objects == ref.objects and p.init == ref.init and p.goal_pos != ref.goal_pos
+    n = len(scenarios(SPECS[name], domain, seed=2))
+    assert all(made[k] >= 0.8 * n for k in KINDS), made
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_positives_are_equivalent_rewrites(name):
+    domain = load_builtin(name)
+    rng = random.Random(3)
+    for scenario in scenarios(SPECS[name], domain, seed=4)[:40]:
+        variant = equivalent_variant(scenario.problem, domain, rng)
+        text = shuffled_pddl(variant, domain, rng)
+        result = compare(scenario.problem, text, domain)
+        assert result.parse is True and result.semantic is True
+        assert parse_problem(text, domain).init == scenario.problem.init
+
+
+def test_critic_input_format_and_labels():
+    assert CRITIC_LABELS[0] == "match" and set(CRITIC_LABELS[1:]) == set(KINDS)
+    text = critic_input("Three  blocks.\nAll on the table.", "(define\n  (problem p))")
+    assert text == "DESCRIPTION: Three blocks. All on the table.\nPROBLEM: (define (problem p))"
+
+
+class ScriptedCritic:
+    """Test double for the critic protocol: returns prepared verdicts in order."""
+
+    def __init__(self, *verdicts: CriticVerdict):
+        self.verdicts, self.calls = list(verdicts), []
+
+    def judge(self, description: str, problem_text: str) -> CriticVerdict:
+        self.calls.append((description, problem_text))
+        return self.verdicts.pop(0)
+
+
+OK = """(define (problem p) (:domain blocksworld-4ops) (:objects a b)
+  (:init (on-table a) (on-table b) (clear a) (clear b) (arm-empty))
+  (:goal (and (on a b))))"""
+
+
+@pytest.mark.parametrize("kind,construct", [("object", "(:objects ...)"), ("init", "(:init ...)"),
+                                            ("goal", "(:goal ...)"), (None, "problem")])
+def test_a_rejecting_critic_yields_a_located_critic_diagnostic(kind, construct):
+    critic = ScriptedCritic(CriticVerdict(False, kind, 0.1))
+    checker = OperationalChecker(builtin_path("blocksworld"), critic=critic)
+    report = checker.check(OK, "Two blocks; put a on b.")
+    assert report.solvable and report.plan_valid and report.critic_accepted is False
+    assert not report.success
+    [d] = report.diagnostics
+    assert d.kind == (f"critic-{kind}" if kind else "critic") and d.construct == construct
+    assert "0.10" in d.message
+    assert critic.calls == [("Two blocks; put a on b.", OK)]
+
+
+def test_an_accepting_critic_keeps_success_and_no_critic_means_not_run():
+    checker = OperationalChecker(builtin_path("blocksworld"), critic=ScriptedCritic(CriticVerdict(True)))
+    report = checker.check(OK, "Two blocks.")
+    assert report.success and report.critic_accepted is True and not report.diagnostics
+    report = OperationalChecker(builtin_path("blocksworld")).check(OK, "Two blocks.")
+    assert report.success and report.critic_accepted is None

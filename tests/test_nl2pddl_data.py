@@ -1,0 +1,157 @@
+"""NL→PDDL dataset: descriptions cover every fact, abstract scenes are unambiguous, splits by problem."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections import Counter, defaultdict
+from dataclasses import replace
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from plansuite.cli import CONF_DIR
+from plansuite.cli.nl2pddl import run as nl2pddl_run
+from plansuite.domains import builtin_path, load_builtin
+from plansuite.nl2pddl import scenes
+from plansuite.nl2pddl.dataset import (
+    NL2PDDLSpec,
+    build_nl2pddl,
+    group_of,
+    load_critic_examples,
+    load_pairs,
+    scenarios,
+)
+from plansuite.nl2pddl.describe import describe, explicit_clauses, mention
+from plansuite.nl2pddl.equivalence import semantic
+from plansuite.nl2pddl.worlds import world_for
+from plansuite.pddl.checks import check_problem
+from plansuite.pddl.parse import parse_problem
+
+SMALL = {"blocksworld": dict(domain="blocksworld", random_problems=40, abstract_sizes=[3, 4, 6],
+                             max_objects=5),
+         "gripper": dict(name="nl2pddl_gripper", domain="gripper", random_problems=40,
+                         min_objects=2, max_objects=4, abstract_sizes=[2, 3, 4])}
+
+
+@pytest.fixture(scope="module", params=sorted(SMALL))
+def built(request, tmp_path_factory):
+    name = request.param
+    spec = NL2PDDLSpec(**SMALL[name])
+    out = tmp_path_factory.mktemp(f"nl-{name}") / "ds"
+    manifest = build_nl2pddl(spec, load_builtin(name), builtin_path(name).read_text(), out, seed=3,
+                             progress=lambda _: None)
+    return name, spec, out, manifest
+
+
+def test_layout_counts_and_reference_problems_are_consistent(built):
+    name, spec, out, manifest = built
+    domain = load_builtin(name)
+    assert manifest["kind"] == "nl2pddl" and (out / "domain.pddl").read_text() == builtin_path(name).read_text()
+    total = 0
+    for split in ("train", "val", "test"):
+        pairs = load_pairs(out, split)
+        assert pairs, split
+        assert Counter(p.style for p in pairs)["abstract"] > 0, f"{split} has no abstract pairs"
+        total += len({p.problem_id for p in pairs})
+        for p in pairs:
+            problem = parse_problem(p.problem, domain, source=p.id)  # raises if inconsistent
+            assert world_for(domain).assignment(problem.init, problem.objects) is not None
+            assert not problem.goal_pos <= problem.init  # never trivially solved
+            assert p.prompt.startswith("DESCRIPTION: ") and p.completion.endswith("END\n")
+    assert total == sum(c["problems"] for c in manifest["counts"].values())
+
+
+def test_splits_are_by_problem_group(built):
+    _, _, out, _ = built
+    groups = {s: {p.group for p in load_pairs(out, s)} for s in ("train", "val", "test")}
+    problems = {s: {p.problem_id for p in load_pairs(out, s)} for s in ("train", "val", "test")}
+    for a, b in (("train", "val"), ("train", "test"), ("val", "test")):
+        assert not groups[a] & groups[b] and not problems[a] & problems[b]
+
+
+def test_build_is_deterministic_and_refuses_to_overwrite(built, tmp_path):
+    name, spec, out, _ = built
+    again = tmp_path / "again"
+    build_nl2pddl(spec, load_builtin(name), builtin_path(name).read_text(), again, seed=3,
+                  progress=lambda _: None)
+    for rel in ("pairs/train.jsonl", "pairs/test.jsonl", "critic/val.jsonl"):
+        assert (again / rel).read_text() == (out / rel).read_text()
+    from plansuite.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="not empty"):
+        build_nl2pddl(spec, load_builtin(name), "", again, seed=3, progress=lambda _: None)
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_explicit_descriptions_state_every_fact(name):
+    domain = load_builtin(name)
+    spec = NL2PDDLSpec(**SMALL[name])
+    rng = random.Random(0)
+    for scenario in scenarios(spec, domain, seed=1):
+        clauses = explicit_clauses(scenario, random.Random(rng.random()))
+        p = scenario.problem
+        assert {a for a, _ in clauses["init"]} == p.init and {a for a, _ in clauses["goal"]} == p.goal_pos
+        for atom, clause in clauses["init"] + clauses["goal"]:
+            for arg in atom[1:]:
+                kind = "block" if p.objects[arg] == "object" else p.objects[arg]
+                assert mention(arg, kind, scenario.names[kind]) in clause, (atom, clause)
+        text = describe(scenario, "explicit", random.Random(5))
+        for obj in p.objects:
+            assert re.search(rf"\b{re.escape(obj)}\b", text), (obj, text)
+
+
+def test_explicit_wording_and_order_vary_with_the_seed():
+    domain = load_builtin("blocksworld")
+    scenario = scenes.blocksworld_random(domain, random.Random(2), 5, 5, 0)
+    texts = {describe(scenario, "explicit", random.Random(seed)) for seed in range(8)}
+    assert len(texts) == 8
+
+
+def test_abstract_scenes_are_unambiguous_up_to_renaming():
+    # Abstract text depends only on (scenes, sizes); problems with the same abstract meaning must
+    # be the same problem up to renaming, i.e. share the semantic group key (and be equivalent).
+    for name, sizes, rooms in (("blocksworld", [3, 4, 5, 6], None), ("gripper", [2, 3, 4], [2, 3])):
+        domain = load_builtin(name)
+        rng = random.Random(0)
+        found = (scenes.blocksworld_abstract(domain, sizes, rng) if rooms is None
+                 else scenes.gripper_abstract(domain, sizes, rooms, rng))
+        by_meaning = defaultdict(list)
+        for s in found:
+            by_meaning[(s.init_scene, s.goal_scene, json.dumps(s.params, sort_keys=True))].append(s)
+        assert all(len(v) == 1 for v in by_meaning.values())  # each combination generated once
+        keys = [group_of(s, domain) for s in found]
+        assert len(set(keys)) == len(keys)  # and different combinations are different problems
+        for s in found[:10]:  # the "core" and "full" goal forms are the same problem
+            core = replace(s.problem, goal_pos=frozenset(
+                a for a in s.problem.goal_pos if a[0] not in ("clear", "arm-empty", "free")))
+            assert semantic(s.problem, core, domain).equivalent is True
+            assert not check_problem(s.problem, domain)
+
+
+def test_critic_examples_are_labelled_and_held_out(built):
+    name, _, out, _ = built
+    train_pairs = {p.id for p in load_pairs(out, "train")}
+    test = load_critic_examples(out, "test")
+    assert {e.label for e in test} == {"match", "object", "init", "goal"}
+    assert not {e.pair for e in test} & train_pairs
+    assert all(e.text.startswith("DESCRIPTION: ") and "\nPROBLEM: (define" in e.text for e in test)
+
+
+def _compose(overrides):
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        return compose(config_name="nl2pddl", overrides=overrides)
+
+
+def test_cli_data_task_and_bad_preset(tmp_path, capsys):
+    out = tmp_path / "cli"
+    cfg = _compose(["task=data", "dataset=nl2pddl_gripper", f"out_dir={out}", "dataset.random_problems=10",
+                    "dataset.abstract_sizes=[2,3]", "dataset.explicit_per_problem=1",
+                    "dataset.abstract_per_problem=1"])
+    manifest = nl2pddl_run(cfg)
+    assert manifest["dataset"] == "nl2pddl_gripper" and (out / "pairs" / "test.jsonl").is_file()
+    assert "wrote" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        nl2pddl_run(_compose(["task=data", "dataset=tiny", f"out_dir={tmp_path / 'x'}"]))
+    assert "not an NL→PDDL preset" in capsys.readouterr().err
