@@ -85,7 +85,7 @@ def test_unsolvable(bw):
     report = bw.check(BW_OK.replace("(arm-empty)", ""))  # nothing can ever be picked up
     assert report.domain_consistent and report.solvable is False and report.plan_valid is None
     [d] = report.diagnostics
-    assert d.kind == "unsolvable" and "cannot be reached" in d.message
+    assert d.kind == "unsolvable" and "cannot be reached" in d.message and d.line == 4  # (:goal
 
 
 def test_planner_timeout_and_error_and_invalid_plan_are_reported():

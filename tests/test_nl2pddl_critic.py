@@ -95,6 +95,7 @@ def test_a_rejecting_critic_yields_a_located_critic_diagnostic(kind, construct):
     assert not report.success
     [d] = report.diagnostics
     assert d.kind == (f"critic-{kind}" if kind else "critic") and d.construct == construct
+    assert d.line == {"object": 1, "init": 2, "goal": 3, None: None}[kind]
     assert "0.10" in d.message
     assert critic.calls == [("Two blocks; put a on b.", OK)]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from plansuite.errors import PDDLError
@@ -64,6 +64,17 @@ def parse_diagnostic(exc: PDDLError) -> Diagnostic:
                       int(m.group(1)) if m else None)
 
 
+def section_line(text: str, construct: str) -> int | None:
+    """1-based line where a ``(:section ...)`` construct starts in ``text``.
+
+    >>> section_line("(define (problem p)\\n  (:init (a))\\n  (:goal (and)))", "(:goal ...)")
+    3
+    """
+    m = re.match(r"\((:[a-z-]+)", construct)
+    found = re.search(r"\(\s*" + re.escape(m.group(1)) + r"\b", text, re.IGNORECASE) if m else None
+    return text.count("\n", 0, found.start()) + 1 if found else None
+
+
 class OperationalChecker:
     """Runs the checks against one domain file; planner, validator and critic can be swapped."""
 
@@ -89,13 +100,14 @@ class OperationalChecker:
         plan = None
         if consistent:
             solvable, valid, plan, found = self._solve(text)
-            diagnostics += found
+            diagnostics += [replace(d, line=section_line(text, d.construct)) for d in found]
         accepted = None
         if self.critic is not None and description is not None:
             verdict = self.critic.judge(description, text)
             accepted = verdict.accepted
             if not accepted:
-                diagnostics.append(critic_diagnostic(verdict, self.source))
+                d = critic_diagnostic(verdict, self.source)
+                diagnostics.append(replace(d, line=section_line(text, d.construct)))
         return CheckReport(True, consistent, solvable, valid, accepted, tuple(diagnostics), plan)
 
     def _solve(self, text: str):
@@ -106,8 +118,9 @@ class OperationalChecker:
             if not result.solved:
                 kind = {"unsolvable": "unsolvable", "timeout": "planner-timeout"}.get(result.status,
                                                                                       "planner-error")
-                message = {"unsolvable": "Fast Downward proved that the goal cannot be reached "
-                                         "from the initial state"}.get(kind, result.message)
+                message = {"unsolvable": "Fast Downward proved that the goal cannot be reached from "
+                                         "the initial state (is :init complete and :goal consistent?)"
+                           }.get(kind, result.message)
                 return (False if kind == "unsolvable" else None), None, None, [
                     Diagnostic(kind, self.source, "(:goal ...)", message)]
             verdict = self.validator(self.domain_file, problem_file, list(result.plan))
