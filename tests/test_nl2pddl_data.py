@@ -155,3 +155,14 @@ def test_cli_data_task_and_bad_preset(tmp_path, capsys):
     with pytest.raises(SystemExit):
         nl2pddl_run(_compose(["task=data", "dataset=tiny", f"out_dir={tmp_path / 'x'}"]))
     assert "not an NL→PDDL preset" in capsys.readouterr().err
+
+
+def test_an_interrupted_build_leaves_nothing_behind(tmp_path):
+    def die(message):
+        raise KeyboardInterrupt
+
+    out = tmp_path / "ds"
+    with pytest.raises(KeyboardInterrupt):
+        build_nl2pddl(NL2PDDLSpec(random_problems=5, abstract_sizes=[3]), load_builtin("blocksworld"),
+                      "", out, seed=0, progress=die)
+    assert list(tmp_path.iterdir()) == []

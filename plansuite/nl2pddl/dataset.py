@@ -17,6 +17,7 @@ under different names. Abstract and random problems are split separately, so eve
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -24,6 +25,7 @@ import shutil
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -136,12 +138,9 @@ def assign_splits(groups: list[str], fractions: dict[str, float], rng: random.Ra
     return out
 
 
-def build_nl2pddl(spec: NL2PDDLSpec, domain: Domain, domain_text: str, out_dir: str | Path,
-                  seed: int, overwrite: bool = False, config: dict | None = None, progress=print) -> dict:
-    """Build the dataset directory atomically; return the manifest."""
-    out_dir = Path(out_dir)
-    if world_for(domain) is None:
-        raise ConfigError(f"{domain.source}: NL→PDDL data needs the Blocksworld or Gripper signature")
+@contextlib.contextmanager
+def atomic_dir(out_dir: Path, overwrite: bool) -> Iterator[Path]:
+    """A fresh temp dir beside ``out_dir`` that replaces ``out_dir`` only if the block succeeds."""
     if out_dir.exists() and any(out_dir.iterdir()) and not overwrite:
         raise ConfigError(f"{out_dir}: output directory exists and is not empty "
                           "(choose another out_dir, or pass overwrite=true)")
@@ -151,15 +150,23 @@ def build_nl2pddl(spec: NL2PDDLSpec, domain: Domain, domain_text: str, out_dir: 
     except OSError as exc:
         raise ConfigError(f"{out_dir}: cannot write here ({exc.strerror})") from exc
     try:
-        manifest = _build_into(tmp, spec, domain, domain_text, seed, progress)
-        manifest["config"] = config or {}
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        yield tmp
         if out_dir.exists():
             shutil.rmtree(out_dir)
         os.replace(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # no-op after a successful replace
+
+
+def build_nl2pddl(spec: NL2PDDLSpec, domain: Domain, domain_text: str, out_dir: str | Path,
+                  seed: int, overwrite: bool = False, config: dict | None = None, progress=print) -> dict:
+    """Build the dataset directory atomically; return the manifest."""
+    if world_for(domain) is None:
+        raise ConfigError(f"{domain.source}: NL→PDDL data needs the Blocksworld or Gripper signature")
+    with atomic_dir(Path(out_dir), overwrite) as tmp:
+        manifest = _build_into(tmp, spec, domain, domain_text, seed, progress)
+        manifest["config"] = config or {}
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return manifest
 
 
