@@ -105,7 +105,7 @@ def _walk_chunk(job: tuple[int, str, int, int, int, int, bool]):
 def _verifier_rows(task: GroundTask, walk, rng: random.Random, stats: Counter) -> list[dict]:
     rows = []
     n_actions = len(task.actions)
-    for step, (state, pos) in enumerate(zip(walk.states, walk.actions)):
+    for step, (state, pos) in enumerate(zip(walk.states, walk.actions, strict=False)):
         rows.append({"step": step, "action": task.actions[pos], "kind": "positive", "label": 1,
                      "applicable": True})
         neg = rng.randrange(n_actions - 1)
@@ -211,7 +211,7 @@ def _write_split(pool, folder: Path, split: str, n_states: int, spec: DatasetSpe
     traj_id = 0
     with open(folder / "trajectories.jsonl", "w") as ft, open(folder / "verifier.jsonl", "w") as fv:
         for done, (trajs, vers, chunk_keys, chunk_stats) in enumerate(pool.imap(_walk_chunk, jobs), 1):
-            for traj, rows in zip(trajs, vers):
+            for traj, rows in zip(trajs, vers, strict=True):
                 ft.write(_dumps({"id": traj_id, **traj}) + "\n")
                 fv.writelines(_dumps({"traj": traj_id, **r}) + "\n" for r in rows)
                 traj_id += 1
