@@ -150,7 +150,8 @@ def tiny_dataset(tmp_path_factory) -> Path:
 
     out = tmp_path_factory.mktemp("data") / "tiny"
     domain = load_builtin("blocksworld")
-    spec = DatasetSpec(**yaml.safe_load((REPO / "conf" / "dataset" / "tiny.yaml").read_text()))
-    build_dataset(spec, domain, domain_file("blocksworld").read_text(),
-                  BlocksworldStates(3, 8), out, seed=7, workers=2, progress=lambda _: None)
+    preset = yaml.safe_load((REPO / "conf" / "dataset" / "tiny.yaml").read_text())
+    build_dataset(DatasetSpec(**preset), domain, domain_file("blocksworld").read_text(),
+                  BlocksworldStates(3, 8), out, seed=7, workers=2, config={"dataset": preset},
+                  progress=lambda _: None)
     return out
