@@ -15,7 +15,20 @@ from plansuite.pddl.model import Atom, Domain, Problem, problem_to_pddl
 from plansuite.pddl.parse import parse_domain
 
 REPO = Path(__file__).resolve().parents[1]
-PAPER_TEST = REPO.parent / "shared" / "benchmarks" / "paper-blocksworld-test"
+
+
+def _shared_dirs() -> list[Path]:
+    """``../shared`` next to the repository; in a git worktree, also next to the main checkout."""
+    dirs = [REPO.parent / "shared"]
+    git = REPO / ".git"
+    if git.is_file() and git.read_text().startswith("gitdir:"):  # .../main/.git/worktrees/<name>
+        dirs.append(Path(git.read_text().split(":", 1)[1].strip()).parents[2].parent / "shared")
+    return dirs
+
+
+PAPER_TEST = next((d / "benchmarks" / "paper-blocksworld-test" for d in _shared_dirs()
+                   if (d / "benchmarks" / "paper-blocksworld-test").is_dir()),
+                  REPO.parent / "shared" / "benchmarks" / "paper-blocksworld-test")
 
 # Typing with a subtype, constants (one used in an equality), negative preconditions on a fluent
 # and a static predicate, equality and inequality: every construct the simulator supports.

@@ -48,9 +48,11 @@ def run(cfg: DictConfig) -> dict:
 def _sampler(sampler_cfg: DictConfig, domain):
     """Instantiate ``domain.states``; a bad setting is a one-line ConfigError, not a traceback."""
     target = sampler_cfg.get("_target_", "")
-    extra = {"domain": domain} if target.endswith("FolderStates") else {}
     try:
-        return instantiate(sampler_cfg, **extra)
+        if target.endswith("FolderStates"):
+            # Hydra would try to turn a Domain keyword into config; pass it to a partial instead.
+            return instantiate(sampler_cfg, _partial_=True)(domain=domain)
+        return instantiate(sampler_cfg)
     except PlansuiteError:
         raise
     except Exception as exc:
