@@ -210,3 +210,19 @@ def test_builtin_domains_load(blocksworld, gripper):
     assert [a.name for a in blocksworld.actions] == ["pickup", "putdown", "stack", "unstack"]
     assert set(blocksworld.predicates) == {"on", "on-table", "clear", "holding", "arm-empty"}
     assert gripper.name == "gripper" and ":typing" in gripper.requirements
+
+
+def test_action_costs_are_read_as_unit_costs():
+    text = """(define (domain c) (:requirements :strips :action-costs) (:predicates (p) (q))
+      (:functions (total-cost) - number)
+      (:action a :parameters () :precondition (p)
+        :effect (and (q) (not (p)) (increase (total-cost) 3))))"""
+    d = parse_domain(text, "c.pddl")
+    assert d.actions[0].add == (("q",),) and d.actions[0].delete == (("p",),)
+    p = parse_problem("(define (problem x) (:domain c) (:init (p) (= (total-cost) 0)) (:goal (q))"
+                      " (:metric minimize (total-cost)))", d, "x.pddl")
+    assert p.fluents == {"(total-cost)": 0.0} and p.metric == "minimize (total-cost)"
+    other = text.replace("(increase (total-cost) 3)", "(increase (fuel) 3)").replace(
+        "(total-cost) - number", "(total-cost) (fuel) - number")
+    with pytest.raises(PDDLError, match="c.pddl: .*numeric"):
+        parse_domain(other, "c.pddl")

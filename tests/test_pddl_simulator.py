@@ -11,6 +11,7 @@ import pytest
 
 from plansuite.data.explorer import random_walk
 from plansuite.pddl.model import Problem, parse_atom_text
+from plansuite.pddl.mutate import KINDS, mutate_plan
 from plansuite.pddl.simulator import GroundTask, Inapplicable, TaskCache
 from plansuite.pddl.val import validate
 
@@ -145,25 +146,15 @@ def _atoms(mstate, domain) -> list[str]:
 
 # ---- VAL: the same verdict on random valid and corrupted plans ---------------------------------
 def _plans(task: GroundTask, rng: random.Random, n: int):
-    """n (goal state, plan, label) triples: random walks (valid) and corruptions of them."""
+    """n (goal state, plan, kind) triples: random walks, valid variants and corruptions of them."""
     out = []
     while len(out) < n:
         walk = random_walk(task, task.init, rng, rng.randint(1, 12))
         if not walk.actions:
             return out
-        plan = [task.actions[a] for a in walk.actions]
-        kind = rng.choice(["valid"] * 4 + ["replace", "drop", "swap", "truncate", "unknown"])
-        if kind == "replace":
-            plan[rng.randrange(len(plan))] = rng.choice(task.actions)
-        elif kind == "drop":
-            del plan[rng.randrange(len(plan))]
-        elif kind == "swap" and len(plan) > 1:
-            i, j = rng.sample(range(len(plan)), 2)
-            plan[i], plan[j] = plan[j], plan[i]
-        elif kind == "truncate":
-            plan = plan[: rng.randrange(len(plan))]
-        elif kind == "unknown":
-            plan.insert(rng.randrange(len(plan) + 1), rng.choice(["(teleport b1)", "(pickup zz)"]))
+        kind = rng.choice(["valid", "valid", *KINDS])
+        plan = mutate_plan(kind, task, walk.states, [task.actions[a] for a in walk.actions], rng,
+                           unknown_action=rng.choice(["(teleport b1)", "(pickup zz)"]))
         out.append((walk.states[-1], plan, kind))
     return out
 
