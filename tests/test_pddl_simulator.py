@@ -81,6 +81,19 @@ def test_task_cache_shares_groundings_per_object_set_and_statics(blocksworld, ke
     assert keys.get(KEYS_OBJECTS, KEYS_STATIC - {("alarm", "r2")}) is not k1
 
 
+def test_task_cache_encodes_atoms_no_action_mentions(keys_domain):
+    # Nothing links to r2, so no ground action unlocks it: only a state can contain (locked r2).
+    static = {("link", "home", "r1"), ("link", "r1", "home")}
+    cache = TaskCache(keys_domain)
+    first = cache.get(KEYS_OBJECTS, static | {("at", "home")})
+    assert "(locked r2)" not in first.index
+    odd = static | {("at", "r1"), ("locked", "r2")}
+    task = cache.get(KEYS_OBJECTS, odd)
+    assert "(locked r2)" in task.decode(task.encode_atoms(odd))
+    assert task.encode_atoms(first.problem.init) is not None  # earlier states still encode
+    assert cache.get(KEYS_OBJECTS, odd) is task
+
+
 def test_check_plan(blocksworld):
     task = _task(blocksworld, {"a": "object", "b": "object"},
                  {("on-table", "a"), ("on-table", "b"), ("clear", "a"), ("clear", "b"), ("arm-empty",)},

@@ -251,11 +251,21 @@ class TaskCache:
         self._static = _static_predicates(domain)
 
     def get(self, objects: dict[str, str], init: Iterable[Atom] = ()) -> GroundTask:
+        """The task for ``objects`` and ``init``'s static facts; it can encode ``init``.
+
+        Callers encode their own initial state (``task.encode_atoms(init)``): the task's ``init``
+        is the first state it was built for.
+        """
+        init = frozenset(init)
         statics = frozenset(a for a in init if a[0] in self._static)
         key = (tuple(sorted(objects.items())), statics)
         task = self._cache.get(key)
+        if task is not None and any(atom_text(a) not in task.index for a in init):
+            # A true atom that no ground action mentions (so not in the cached task): ground
+            # again with it, keeping the old task's atoms so earlier states stay encodable.
+            init, task = init | task.problem.init, None
         if task is None:
-            problem = Problem("cached", self.domain.name, dict(objects), frozenset(init), frozenset())
+            problem = Problem("cached", self.domain.name, dict(objects), init, frozenset())
             task = self._cache[key] = GroundTask(self.domain, problem)
         return task
 
