@@ -17,11 +17,12 @@ Output directory (written to a temp dir, then renamed — never half-written)::
 ``(goal, states[i], actions[i], states[i+1])``. ``verifier.jsonl``: ``{"traj": int, "step": int,
 "action": str, "kind": "positive"|"random"|"hard", "label": 0|1, "applicable": bool}``: ``label``
 is the paper's label (random negatives are labelled 0 even when applicable), ``applicable`` the
-simulator's truth (the ``relabel`` recipe trains on it). Random negatives are drawn uniformly
-from the ground actions over the state's objects; hard negatives share the positive's action
-schema, use other objects and are inapplicable. ``instances.jsonl``: ``{"id": "p0000", "objects":
-int, "walk_len": int, "goal_step": int, "walk_plan": [action]}``: the instance's goal is the state
-after ``goal_step`` steps of a ``walk_len``-step random walk (``goal_step`` is in the walk's second
+simulator's truth (the ``relabel`` recipe trains on it). Each transition has one positive, one
+random negative (uniform over the ground actions on the state's objects, except the positive) and
+at most one hard negative (uniform over the inapplicable actions of the positive's schema).
+``instances.jsonl``: ``{"id": "p0000", "objects": int, "init": [atom], "goal": [atom],
+"walk_len": int, "goal_step": int, "walk_plan": [action]}``: the instance's goal is the state after
+``goal_step`` steps of a ``walk_len``-step random walk (``goal_step`` is in the walk's second
 half), and ``walk_plan`` (those steps) is a valid, not necessarily optimal, plan.
 
 No test or validation instance's ``(init, goal)`` pair is the ``(state, goal)`` prompt of any
