@@ -9,21 +9,24 @@ from omegaconf import DictConfig, OmegaConf
 from plansuite.cli import CONF_DIR, friendly_errors
 from plansuite.data.builder import DatasetSpec, build_dataset
 from plansuite.domains import domain_file
-from plansuite.errors import ConfigError
+from plansuite.errors import ConfigError, PlansuiteError
 from plansuite.pddl.parse import load_domain, read_text
 
 
 @friendly_errors
 def run(cfg: DictConfig) -> dict:
+    for key in ("file", "problems"):
+        if OmegaConf.is_missing(cfg.domain, key):
+            raise ConfigError(f"domain={cfg.domain.name} needs domain.{key}=PATH (e.g. domain.file="
+                              "DIR/domain.pddl domain.problems=DIR)")
+    for key in ("seed", "workers"):
+        if not isinstance(cfg[key], int) or isinstance(cfg[key], bool) or cfg[key] < 0:
+            raise ConfigError(f"{key}={cfg[key]!r}: must be a non-negative integer")
     path = domain_file(cfg.domain.name, cfg.domain.get("file"))
     domain = load_domain(path)
     if cfg.domain.get("pddl_name") and domain.name != cfg.domain.pddl_name:
         raise ConfigError(f"{path}: domain is '{domain.name}', config expects '{cfg.domain.pddl_name}'")
-    sampler_cfg = cfg.domain.states
-    if sampler_cfg.get("_target_", "").endswith("FolderStates"):
-        sampler = instantiate(sampler_cfg, domain=domain)
-    else:
-        sampler = instantiate(sampler_cfg)
+    sampler = _sampler(cfg.domain.states, domain)
     fields = set(DatasetSpec.__dataclass_fields__)
     unknown = set(cfg.dataset) - fields
     if unknown:
@@ -31,6 +34,7 @@ def run(cfg: DictConfig) -> dict:
                           f"(known: {', '.join(sorted(fields))})")
     spec = DatasetSpec(**OmegaConf.to_container(cfg.dataset, resolve=True))
     resolved = OmegaConf.to_container(cfg, resolve=True)
+    resolved.pop("out_dir")  # where the dataset is, not what it is: same seed, same manifest
     manifest = build_dataset(spec, domain, read_text(path, "domain"), sampler, cfg.out_dir,
                              cfg.seed, workers=cfg.workers, config=resolved,
                              overwrite=cfg.overwrite)
@@ -39,6 +43,24 @@ def run(cfg: DictConfig) -> dict:
           f"{counts['train']['transitions']} transitions, {counts['test']['instances']} test "
           f"instances in {sum(manifest['timings_s'].values()):.1f}s")
     return manifest
+
+
+def _sampler(sampler_cfg: DictConfig, domain):
+    """Instantiate ``domain.states``; a bad setting is a one-line ConfigError, not a traceback."""
+    target = sampler_cfg.get("_target_", "")
+    try:
+        if target.endswith("FolderStates"):
+            # Hydra would try to turn a Domain keyword into config; pass it to a partial instead.
+            return instantiate(sampler_cfg, _partial_=True)(domain=domain)
+        return instantiate(sampler_cfg)
+    except PlansuiteError:
+        raise
+    except Exception as exc:
+        cause = exc.__cause__ or exc
+        if isinstance(cause, PlansuiteError):
+            raise cause from None
+        detail = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+        raise ConfigError(f"domain.states ({target}): {detail}") from exc
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="data")

@@ -8,16 +8,26 @@ Output directory (written to a temp dir, then renamed — never half-written)::
     train/verifier.jsonl     verifier examples, referencing (traj, step)
     val/trajectories.jsonl, val/verifier.jsonl
     test/pNNNN.pddl          test instances (full-state goals)
+    test/instances.jsonl     how each instance was made (schema below)
     val_instances/pNNNN.pddl validation instances (temperature tuning, skill filters)
+    val_instances/instances.jsonl
 
 ``trajectories.jsonl``: ``{"id": int, "objects": {name: type}, "goal": [atom], "states":
 [[atom]] (s_0..s_L), "actions": [action] (a_0..a_{L-1})}``; transition i is
 ``(goal, states[i], actions[i], states[i+1])``. ``verifier.jsonl``: ``{"traj": int, "step": int,
 "action": str, "kind": "positive"|"random"|"hard", "label": 0|1, "applicable": bool}``: ``label``
 is the paper's label (random negatives are labelled 0 even when applicable), ``applicable`` the
-simulator's truth (the ``relabel`` recipe trains on it). Random negatives are drawn uniformly
-from the ground actions over the state's objects; hard negatives share the positive's action
-schema, use other objects and are inapplicable.
+simulator's truth (the ``relabel`` recipe trains on it). Each transition has one positive, one
+random negative (uniform over the ground actions on the state's objects, except the positive) and
+at most one hard negative (uniform over the inapplicable actions of the positive's schema).
+``instances.jsonl``: ``{"id": "p0000", "objects": int, "init": [atom], "goal": [atom],
+"walk_len": int, "goal_step": int, "walk_plan": [action]}``: the instance's goal is the state after
+``goal_step`` steps of a ``walk_len``-step random walk (``goal_step`` is in the walk's second
+half), and ``walk_plan`` (those steps) is a valid, not necessarily optimal, plan.
+
+No test or validation instance's ``(init, goal)`` pair is the ``(state, goal)`` prompt of any
+training transition: such pairs are drawn again, counted in the manifest (``leakage``), and the
+written instances are checked once more before the directory is published.
 """
 
 from __future__ import annotations
@@ -58,6 +68,15 @@ class DatasetSpec:
     #                        depend on the number of workers)
     extra: dict = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        for name, f in self.__dataclass_fields__.items():
+            if f.type not in ("int", int):
+                continue
+            value = getattr(self, name)
+            positive = name in ("walks_per_state", "max_walk_len", "test_max_walk_len", "chunk_size")
+            if not isinstance(value, int) or isinstance(value, bool) or value < int(positive):
+                raise ConfigError(f"dataset.{name}={value!r}: must be an integer >= {int(positive)}")
+
 
 def pair_key(state: list[str], goal: list[str]) -> bytes:
     """Digest of a (state, goal) prompt, for the leakage check."""
@@ -93,8 +112,9 @@ def _walk_chunk(job: tuple[int, str, int, int, int, int, bool]):
                 continue
             states = [task.decode(s) for s in walk.states]
             goal = states[-1]
-            traj_lines.append({"objects": objects, "goal": goal, "states": states,
-                               "actions": [task.actions[a] for a in walk.actions]})
+            # Serialised here, in parallel; the parent only prefixes the global trajectory id.
+            traj_lines.append(_dumps({"objects": objects, "goal": goal, "states": states,
+                                      "actions": [task.actions[a] for a in walk.actions]}))
             ver_lines.append(_verifier_rows(task, walk, rng, stats))
             stats["transitions"] += len(walk)
             if want_keys:
@@ -102,26 +122,51 @@ def _walk_chunk(job: tuple[int, str, int, int, int, int, bool]):
     return traj_lines, ver_lines, keys, stats
 
 
-def _verifier_rows(task: GroundTask, walk, rng: random.Random, stats: Counter) -> list[dict]:
+def _verifier_rows(task: GroundTask, walk, rng: random.Random, stats: Counter) -> list[str]:
+    """The verifier examples of one walk, as JSON lines without their ``traj`` field."""
     rows = []
     n_actions = len(task.actions)
-    for step, (state, pos) in enumerate(zip(walk.states, walk.actions)):
-        rows.append({"step": step, "action": task.actions[pos], "kind": "positive", "label": 1,
-                     "applicable": True})
-        neg = rng.randrange(n_actions - 1)
-        neg += neg >= pos  # uniform over every ground action except the positive one
-        applicable = task.is_applicable(state, neg)
-        stats["random_negatives"] += 1
-        stats["random_negatives_applicable"] += applicable
-        rows.append({"step": step, "action": task.actions[neg], "kind": "random", "label": 0,
-                     "applicable": applicable})
-        schema = task.actions[pos].split()[0]
-        hard = [a for a in _same_schema(task, schema) if a != pos and not task.is_applicable(state, a)]
-        if hard:
+    for step, (state, pos) in enumerate(zip(walk.states, walk.actions, strict=False)):
+        rows.append(_verifier_line(step, task.actions[pos], "positive", 1, True))
+        if n_actions > 1:
+            neg = rng.randrange(n_actions - 1)
+            neg += neg >= pos  # uniform over every ground action except the positive one
+            applicable = task.is_applicable(state, neg)
+            stats["random_negatives"] += 1
+            stats["random_negatives_applicable"] += applicable
+            rows.append(_verifier_line(step, task.actions[neg], "random", 0, applicable))
+        hard = _hard_negative(task, state, pos, rng)
+        if hard is not None:
             stats["hard_negatives"] += 1
-            rows.append({"step": step, "action": task.actions[rng.choice(hard)], "kind": "hard",
-                         "label": 0, "applicable": False})
+            rows.append(_verifier_line(step, task.actions[hard], "hard", 0, False))
     return rows
+
+
+def _verifier_line(step: int, action: str, kind: str, label: int, applicable: bool) -> str:
+    """``_dumps`` of one verifier row, written out by hand: ~2 million per paper-scale build.
+
+    >>> line = _verifier_line(3, "(pickup b1)", "random", 0, True)
+    >>> line == _dumps({"step": 3, "action": "(pickup b1)", "kind": "random", "label": 0,
+    ...                 "applicable": True})
+    True
+    """
+    return (f'{{"action":{json.dumps(action)},"applicable":{"true" if applicable else "false"},'
+            f'"kind":"{kind}","label":{label},"step":{step}}}')
+
+
+def _hard_negative(task: GroundTask, state: int, pos: int, rng: random.Random) -> int | None:
+    """Uniform among the inapplicable actions of ``pos``'s schema (``None`` if there is none).
+
+    Rejection sampling first (most same-schema actions are inapplicable), the full list only when
+    that keeps failing: both give the same uniform distribution.
+    """
+    same = _same_schema(task, task.actions[pos].split()[0])
+    for _ in range(16):
+        a = same[rng.randrange(len(same))]
+        if a != pos and not task.is_applicable(state, a):
+            return a
+    options = [a for a in same if a != pos and not task.is_applicable(state, a)]
+    return rng.choice(options) if options else None
 
 
 def _same_schema(task: GroundTask, schema: str) -> list[int]:
@@ -135,28 +180,59 @@ def _same_schema(task: GroundTask, schema: str) -> list[int]:
 def build_dataset(spec: DatasetSpec, domain: Domain, domain_text: str, sampler: StateSampler,
                   out_dir: str | Path, seed: int, workers: int = 2, config: dict | None = None,
                   overwrite: bool = False, progress=print) -> dict:
-    """Build the dataset directory atomically; return the manifest."""
+    """Build the dataset directory atomically; return the manifest.
+
+    The files are written to a hidden temp dir next to ``out_dir`` and renamed into place at the
+    end, so ``out_dir`` is either the complete dataset or untouched. ``overwrite`` replaces an
+    existing dataset (a directory with a manifest.json), never an arbitrary non-empty directory.
+    """
     out_dir = Path(out_dir)
-    if out_dir.exists() and any(out_dir.iterdir()) and not overwrite:
-        raise ConfigError(f"{out_dir}: output directory exists and is not empty "
-                          "(choose another out_dir, or pass overwrite=true)")
-    parent = out_dir.parent
+    _check_out_dir(out_dir, overwrite)
     try:
-        parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=parent))
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     except OSError as exc:
-        raise ConfigError(f"{out_dir}: cannot write here ({exc.strerror})") from exc
+        blocker = next((p for p in out_dir.parents if p.exists()), None)
+        why = f"{blocker} is not a directory" if blocker and not blocker.is_dir() else \
+            (exc.strerror or str(exc))
+        raise ConfigError(f"{out_dir}: cannot write here ({why})") from exc
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; a dataset is an ordinary folder
         manifest = _build_into(tmp, spec, domain, domain_text, sampler, seed, workers, progress)
         manifest["config"] = config or {}
         _write_json(tmp / "manifest.json", manifest)
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        os.replace(tmp, out_dir)
+        _publish(tmp, out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return manifest
+
+
+def _check_out_dir(out_dir: Path, overwrite: bool) -> None:
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"{out_dir}: exists and is not a directory")
+    if out_dir.is_dir() and any(out_dir.iterdir()):
+        if not overwrite:
+            raise ConfigError(f"{out_dir}: output directory exists and is not empty "
+                              "(choose another out_dir, or pass overwrite=true)")
+        if not (out_dir / "manifest.json").is_file():
+            raise ConfigError(f"{out_dir}: not a plansuite dataset (no manifest.json); refusing to "
+                              "overwrite it")
+
+
+def _publish(tmp: Path, out_dir: Path) -> None:
+    """Rename ``tmp`` to ``out_dir``; an old dataset there is moved aside first, then deleted."""
+    old = None
+    if out_dir.is_dir() and any(out_dir.iterdir()):
+        old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
+        os.replace(out_dir, old / "dataset")
+    elif out_dir.is_dir():
+        out_dir.rmdir()
+    os.replace(tmp, out_dir)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _build_into(tmp: Path, spec: DatasetSpec, domain: Domain, domain_text: str,
@@ -183,6 +259,9 @@ def _build_into(tmp: Path, spec: DatasetSpec, domain: Domain, domain_text: str,
         leakage[split] = _write_instances(tmp / split, split, n, spec, domain, seed, train_keys,
                                           used)
         counts[split] = {"instances": n}
+    # Independent recount over what was written (the resampling above must have removed all).
+    remaining = sum(pair_key(*key) in train_keys for split in ("test", "val_instances")
+                    for key in _instance_pairs(tmp / split))
     timings["instances"] = round(time.perf_counter() - start, 3)
     progress(f"[data] test/val instances written; leaked (init, goal) pairs resampled: {leakage}")
     return {
@@ -194,7 +273,7 @@ def _build_into(tmp: Path, spec: DatasetSpec, domain: Domain, domain_text: str,
         "label_noise": {"random_negatives_applicable_rate": noise},
         "leakage": {"test_pairs_found_in_train": leakage["test"],
                     "val_instance_pairs_found_in_train": leakage["val_instances"],
-                    "after_resampling": 0},
+                    "after_resampling": remaining},
         "timings_s": timings,
     }
 
@@ -211,9 +290,9 @@ def _write_split(pool, folder: Path, split: str, n_states: int, spec: DatasetSpe
     traj_id = 0
     with open(folder / "trajectories.jsonl", "w") as ft, open(folder / "verifier.jsonl", "w") as fv:
         for done, (trajs, vers, chunk_keys, chunk_stats) in enumerate(pool.imap(_walk_chunk, jobs), 1):
-            for traj, rows in zip(trajs, vers):
-                ft.write(_dumps({"id": traj_id, **traj}) + "\n")
-                fv.writelines(_dumps({"traj": traj_id, **r}) + "\n" for r in rows)
+            for traj, rows in zip(trajs, vers, strict=True):  # JSON objects without their id
+                ft.write(f'{{"id":{traj_id},{traj[1:]}\n')
+                fv.writelines(f'{{"traj":{traj_id},{r[1:]}\n' for r in rows)
                 traj_id += 1
             stats.update(chunk_stats)
             if keys is not None:
@@ -233,9 +312,15 @@ def _write_instances(folder: Path, split: str, n: int, spec: DatasetSpec, domain
     folder.mkdir(parents=True)
     rng = random.Random(f"{seed}/{split}")
     tasks, sampler = _WORKER["tasks"], _WORKER["sampler"]
-    leaked = 0
+    leaked = attempts = 0
+    index = []
     for i in range(n):
         while True:
+            attempts += 1
+            if attempts > 100 * n + 1000:
+                raise ConfigError(f"dataset.{split}: found only {i} of {n} distinct instances whose "
+                                  "(init, goal) is not a training prompt; ask for fewer, or give "
+                                  "the domain more initial states")
             objects, init = sampler.sample(rng)
             task = tasks.get(objects, init)
             walk = random_walk(task, task.encode_atoms(init), rng, spec.test_max_walk_len)
@@ -255,7 +340,17 @@ def _write_instances(folder: Path, split: str, n: int, spec: DatasetSpec, domain
         problem = Problem(f"{spec.name}-{split}-{i:04d}".replace("_", "-"), domain.name, objects,
                           init, goal_atoms)
         (folder / f"p{i:04d}.pddl").write_text(problem_to_pddl(problem, domain))
+        index.append({"id": f"p{i:04d}", "objects": len(objects), "walk_len": len(walk),
+                      "goal_step": j, "walk_plan": [task.actions[a] for a in walk.actions[:j]],
+                      "init": state, "goal": goal})
+    with open(folder / "instances.jsonl", "w") as f:
+        f.writelines(_dumps(row) + "\n" for row in index)
     return leaked
+
+
+def _instance_pairs(folder: Path) -> Iterator[tuple[list[str], list[str]]]:
+    for row in iter_jsonl(folder / "instances.jsonl"):
+        yield row["init"], row["goal"]
 
 
 def _atom(text: str) -> Atom:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from plansuite.data.builder import iter_jsonl
-from plansuite.errors import ConfigError, PDDLError
+from plansuite.errors import ConfigError
 from plansuite.pddl.codec import format_completion, format_prompt
 from plansuite.pddl.model import Domain, Problem
 
@@ -125,11 +125,23 @@ def load_instances(folder: str | Path, domain: Domain, limit: int | None = None)
     files = sorted(f for f in folder.glob("*.pddl") if f.stem != "domain")
     if not files:
         raise ConfigError(f"{folder}: no problem files (*.pddl)")
-    out = []
-    for f in files[:limit]:
-        problem = load_problem(f, domain)
-        if problem.domain_name != domain.name:
-            raise PDDLError(str(f), f"(:domain {problem.domain_name})",
-                            f"instance is for domain '{problem.domain_name}', not '{domain.name}'")
-        out.append(Instance(f.stem, f, problem))
-    return out
+    return [Instance(f.stem, f, load_problem(f, domain)) for f in files[:limit]]
+
+
+def leaked_instances(data_dir: str | Path, split: str = "test") -> list[str]:
+    """Ids of the ``split`` instances whose (init, goal) is the (state, goal) prompt of a training
+    transition, recomputed from the files alone (the builder resamples these: expect ``[]``)."""
+    from plansuite.data.builder import pair_key
+    from plansuite.pddl.model import atom_text
+    from plansuite.pddl.parse import load_domain
+
+    seen = {pair_key(state, traj["goal"]) for traj in load_trajectories(data_dir, "train")
+            for state in traj["states"][:-1]}
+    domain = load_domain(Path(data_dir) / "domain.pddl")
+    leaks = []
+    for inst in load_instances(Path(data_dir) / split, domain):
+        init = sorted(map(atom_text, inst.problem.init))
+        goal = sorted(map(atom_text, inst.problem.goal_pos))
+        if pair_key(init, goal) in seen:
+            leaks.append(inst.id)
+    return leaks

@@ -65,7 +65,7 @@ def state_atoms(towers: list[list[str]], held: str | None) -> frozenset[Atom]:
     for tower in towers:
         atoms.add(("on-table", tower[0]))
         atoms.add(("clear", tower[-1]))
-        atoms.update(("on", up, down) for down, up in zip(tower, tower[1:]))
+        atoms.update(("on", up, down) for down, up in zip(tower, tower[1:], strict=False))
     return frozenset(atoms)
 
 

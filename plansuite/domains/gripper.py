@@ -26,7 +26,7 @@ class GripperStates:
         holders = rng.sample(GRIPPERS, carried)
         held = rng.sample(balls, carried)
         atoms: set[Atom] = {("at-robby", rng.choice(self.rooms))}
-        atoms.update(("carry", b, g) for b, g in zip(held, holders))
+        atoms.update(("carry", b, g) for b, g in zip(held, holders, strict=True))
         atoms.update(("free", g) for g in GRIPPERS if g not in holders)
         atoms.update(("at", b, rng.choice(self.rooms)) for b in balls if b not in held)
         objects = {**{b: "ball" for b in balls}, **{x: "room" for x in self.rooms},

@@ -37,7 +37,10 @@ class PlanResult:
 @functools.cache
 def driver() -> Path:
     if os.environ.get("PLANSUITE_FAST_DOWNWARD"):
-        return Path(os.environ["PLANSUITE_FAST_DOWNWARD"])
+        chosen = Path(os.environ["PLANSUITE_FAST_DOWNWARD"])
+        if not chosen.is_file():
+            raise PlannerError(f"PLANSUITE_FAST_DOWNWARD={chosen}: no such file")
+        return chosen
     spec = importlib.util.find_spec("up_fast_downward")
     if spec and spec.submodule_search_locations:
         path = Path(list(spec.submodule_search_locations)[0]) / "downward" / "fast-downward.py"

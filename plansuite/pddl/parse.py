@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 from pathlib import Path
 
 from plansuite.errors import PDDLError
@@ -47,11 +48,11 @@ def load_problem(path: str | Path, domain: Domain, *, check: bool = True) -> Pro
 
 
 def parse_domain(text: str, source: str = "<domain>", *, check: bool = True) -> Domain:
-    raw = _syntax(lambda: _parsers()[0](text), source, "domain")
+    raw = _syntax(lambda: _fresh(_parsers()[0])(_untag_object(text)), source, "domain", text)
     domain = Domain(
         name=raw.name.lower(),
         requirements=frozenset(str(r) for r in raw.requirements),
-        types={str(t): str(p) if p else ROOT_TYPE for t, p in raw.types.items()},
+        types=_type_parents(raw.types),
         constants={c.name: _one_type(c.type_tags, source, f"constant {c.name}") for c in raw.constants},
         predicates={
             p.name: tuple(_one_type(v.type_tags, source, f"predicate {p.name}") for v in p.terms)
@@ -73,7 +74,7 @@ def parse_domain(text: str, source: str = "<domain>", *, check: bool = True) -> 
 
 
 def parse_problem(text: str, domain: Domain, source: str = "<problem>", *, check: bool = True) -> Problem:
-    raw = _syntax(lambda: _parsers()[1](text), source, "problem")
+    raw = _syntax(lambda: _fresh(_parsers()[1])(_untag_object(text)), source, "problem", text)
     init, fluents = [], {}
     for fact in raw.init:
         if _kind(fact) == "Predicate":
@@ -106,14 +107,57 @@ def parse_problem(text: str, domain: Domain, source: str = "<problem>", *, check
     return problem
 
 
+def _type_parents(raw_types) -> dict[str, str]:
+    """type -> parent; a parent named only after ``-`` (``room hall - place``) is declared too."""
+    types = {str(t): str(p) if p else ROOT_TYPE for t, p in raw_types.items()}
+    for parent in set(types.values()) - set(types) - {ROOT_TYPE}:
+        types[parent] = ROOT_TYPE
+    return types
+
+
 def _canon(text: str) -> str:
     """Lower-case, single-spaced s-expression text (order of tokens kept)."""
     text = re.sub(r"\s+", " ", text.lower()).strip()
     return re.sub(r"\(\s+", "(", re.sub(r"\s+\)", ")", text))
 
 
-def _syntax(parse, source: str, what: str):
+_OBJECT_TAG = re.compile(r"(?<![\w-])-(\s+)object(?![\w-])", flags=re.IGNORECASE)
+
+
+def _untag_object(text: str) -> str:
+    r"""Drop ``- object`` type tags: an untyped name is an object, which ``pddl`` 0.5.1 accepts,
+    whereas it rejects the (standard) explicit ``?x - object``. Line breaks are kept.
+
+    >>> _untag_object("(:types block - object)(?x -\n object ?y - objects)")
+    '(:types block  )(?x  \n ?y - objects)'
+    """
+    return _OBJECT_TAG.sub(lambda m: " " + "\n" * m.group(1).count("\n"), text)
+
+
+def _fresh(parser):
+    """``parser`` with the state of its transformer reset.
+
+    The ``pddl`` transformers keep per-file state (types, constants, requirements, objects) between
+    calls and only clear part of it on success: a failed parse leaves the parser unusable ("parser
+    is in an unexpected state"), and a file without ``:requirements`` or ``:constants`` would
+    inherit the previous file's. Resetting costs about a microsecond; rebuilding the grammar ~100 ms.
+    """
+    transformer = parser._transformer
+    transformer.__dict__.clear()
+    transformer.__dict__.update(type(transformer)().__dict__)
+    return parser
+
+
+def _line_of(text: str, name: str) -> int | None:
+    """1-based line of the first use of ``name`` as a term (not ``?name``, not inside a longer name)."""
+    m = re.search(rf"(?<![\w?-]){re.escape(name)}(?![\w-])", text, flags=re.IGNORECASE)
+    return text.count("\n", 0, m.start()) + 1 if m else None
+
+
+def _syntax(parse, source: str, what: str, text: str = ""):
     """Run the ``pddl`` parser; turn its many exception types into one PDDLError line."""
+    # pddl sets sys.tracebacklimit = 0 while parsing and leaves it there when parsing fails.
+    limit = getattr(sys, "tracebacklimit", None)
     try:
         return parse()
     except RecursionError as exc:
@@ -123,13 +167,23 @@ def _syntax(parse, source: str, what: str):
         column = getattr(exc, "column", None)
         where = f"{what} (line {line}, column {column})" if line and line > 0 else what
         name = type(exc).__name__
-        kind = "requirement" if "Requirement" in name else "parse"
         if name.startswith("Unexpected"):
             token = getattr(exc, "token", None) or getattr(exc, "char", None)
             message = f"syntax error near {str(token)!r}" if token else "syntax error (unexpected end of input)"
         else:
             message = str(exc).strip().splitlines()[0] if str(exc).strip() else name
+        kind = "requirement" if "requirement" in f"{name} {message}".lower() else "parse"
+        constant = re.fullmatch(r"Constant '(.+)' not defined\.", message)
+        if constant:  # pddl checks the constants of a domain itself; say it like checks.py does
+            line = _line_of(text, constant.group(1))
+            source, where = (f"{source}:{line}" if line else source), f"constant {constant.group(1)}"
+            message, kind = f"object '{constant.group(1)}' is not declared", "undeclared-object"
         raise PDDLError(source, where, message, kind=kind) from exc
+    finally:
+        if limit is None:
+            sys.__dict__.pop("tracebacklimit", None)
+        else:
+            sys.tracebacklimit = limit
 
 
 def _kind(node) -> str:

@@ -23,7 +23,7 @@ instead of testing every ground action.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from plansuite.errors import PDDLError
@@ -36,6 +36,16 @@ class Inapplicable:
 
     action: str
     reason: str
+
+
+@dataclass(frozen=True)
+class PlanCheck:
+    """Outcome of simulating a plan: valid iff every action applies and the goal holds at the end."""
+
+    valid: bool
+    executed: int  # actions applied before the first inapplicable one (all of them when it ran)
+    final: int  # the state reached by the executed prefix
+    reason: str = ""  # why invalid: the failing step, or "goal not reached"
 
 
 class GroundTask:
@@ -158,6 +168,30 @@ class GroundTask:
                                 f"precondition (not {self.atoms[_lowest(present)]}) is false")
         return self.apply(state, a)
 
+    def check_plan(self, plan: Sequence[str], start: int | None = None) -> PlanCheck:
+        """Simulate ``plan`` (action texts) from ``start`` (default: the initial state).
+
+        >>> from plansuite.domains import load_builtin
+        >>> task = GroundTask(load_builtin("blocksworld"), Problem("p", "blocksworld-4ops",
+        ...     {"a": "object"}, frozenset({("on-table", "a"), ("clear", "a"), ("arm-empty",)}),
+        ...     frozenset({("holding", "a")})))
+        >>> task.check_plan(["(pickup a)"]).valid
+        True
+        >>> task.check_plan(["(pickup a)", "(pickup a)"]).reason
+        'step 2 (pickup a): precondition (arm-empty) is false'
+        >>> task.check_plan([]).reason
+        'goal not reached'
+        """
+        state = self.init if start is None else start
+        for i, action in enumerate(plan):
+            nxt = self.step(state, action)
+            if isinstance(nxt, Inapplicable):
+                return PlanCheck(False, i, state, f"step {i + 1} {action}: {nxt.reason}")
+            state = nxt
+        if not self.is_goal(state):
+            return PlanCheck(False, len(plan), state, "goal not reached")
+        return PlanCheck(True, len(plan), state)
+
     def successors(self, state: int) -> Iterator[tuple[int, int]]:
         for a in self.applicable(state):
             yield a, self.apply(state, a)
@@ -217,11 +251,21 @@ class TaskCache:
         self._static = _static_predicates(domain)
 
     def get(self, objects: dict[str, str], init: Iterable[Atom] = ()) -> GroundTask:
+        """The task for ``objects`` and ``init``'s static facts; it can encode ``init``.
+
+        Callers encode their own initial state (``task.encode_atoms(init)``): the task's ``init``
+        is the first state it was built for.
+        """
+        init = frozenset(init)
         statics = frozenset(a for a in init if a[0] in self._static)
         key = (tuple(sorted(objects.items())), statics)
         task = self._cache.get(key)
+        if task is not None and any(atom_text(a) not in task.index for a in init):
+            # A true atom that no ground action mentions (so not in the cached task): ground
+            # again with it, keeping the old task's atoms so earlier states stay encodable.
+            init, task = init | task.problem.init, None
         if task is None:
-            problem = Problem("cached", self.domain.name, dict(objects), frozenset(init), frozenset())
+            problem = Problem("cached", self.domain.name, dict(objects), init, frozenset())
             task = self._cache[key] = GroundTask(self.domain, problem)
         return task
 

