@@ -1,0 +1,156 @@
+"""``plansuite-eval``: run a planner (and baselines) on a folder of instances and judge them.
+
+See :mod:`plansuite.planning` for the semantics and :mod:`plansuite.planning.evaluate` for the
+files written under ``out_dir``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from plansuite.cli import CONF_DIR, friendly_errors
+from plansuite.data.load import load_instances
+from plansuite.domains import domain_file
+from plansuite.errors import ConfigError
+from plansuite.pddl.model import Domain
+from plansuite.pddl.parse import load_domain
+from plansuite.planning.adapters import (
+    GENERATOR_CHOICES,
+    VERIFIER_CHOICES,
+    load_generator,
+    load_verifier,
+    resolve_device,
+)
+from plansuite.planning.baselines import baseline_planner
+from plansuite.planning.evaluate import (
+    EvalSettings,
+    evaluate,
+    merge,
+    table_header,
+    table_row,
+    write_results,
+)
+from plansuite.planning.loops import PlannerSpec
+from plansuite.planning.optimal import OptimalLengths
+from plansuite.tracking import ensure_offline_default, run_tags
+
+SUMMARY_KEYS = ("grr", "grr_ci", "btr", "btr_ci", "n_instances", "outcomes", "calls", "attempts")
+
+
+def check_folder_domain(folder: Path, domain: Domain) -> None:
+    """A folder that ships its own ``domain.pddl`` must be for the configured domain."""
+    own = folder / "domain.pddl"
+    if own.is_file():
+        name = load_domain(own).name
+        if name != domain.name:
+            raise ConfigError(f"{own}: domain '{name}', but the configured domain is "
+                              f"'{domain.name}' (choose domain=... or domain.file={own})")
+
+
+@friendly_errors
+def run(cfg: DictConfig) -> dict | None:
+    for key in ("generator", "instances"):
+        if OmegaConf.is_missing(cfg, key):
+            raise ConfigError(f"{key}: required, e.g. plansuite-eval {key}=DIR")
+    spec = PlannerSpec.from_dict(OmegaConf.to_container(cfg.planner, resolve=True))
+    path = domain_file(cfg.domain.name, cfg.domain.get("file"))
+    domain = load_domain(path)
+    if cfg.domain.get("pddl_name") and domain.name != cfg.domain.pddl_name:
+        raise ConfigError(f"{path}: domain is '{domain.name}', config expects '{cfg.domain.pddl_name}'")
+    folder = Path(str(cfg.instances))
+    if folder.is_dir():
+        check_folder_domain(folder, domain)
+    instances = load_instances(folder, domain, cfg.limit)
+
+    gen_name, ver_name = str(cfg.generator), str(cfg.verifier)
+    uses_export = gen_name not in GENERATOR_CHOICES or ver_name not in VERIFIER_CHOICES
+    device = resolve_device(cfg.device, int(cfg.shard.rank)) if uses_export else "cpu"
+    synthetic = OmegaConf.to_container(cfg.synthetic) if gen_name == "synthetic" else None
+    generator = load_generator(gen_name, device, synthetic)
+    verifier = load_verifier(ver_name, device, generator=gen_name)
+
+    config = OmegaConf.to_container(cfg, resolve=True)
+    optimal = (OptimalLengths(path, cfg.optimal.cache_dir, cfg.optimal.time_limit, cfg.optimal.mode)
+               if cfg.optimal.enabled else None)
+    fingerprint = {"generator": gen_name, "verifier": ver_name, "domain": domain.name,
+                   "instances_dir": str(folder.resolve()), "synthetic": synthetic}
+
+    def settings(planner: PlannerSpec) -> EvalSettings:
+        return EvalSettings(planner, seed=cfg.seed, engine=cfg.engine, batch_size=cfg.batch_size,
+                            rank=int(cfg.shard.rank), world=int(cfg.shard.world), val=cfg.val,
+                            save_traces=cfg.save_traces, progress_every_s=cfg.progress_every_s)
+
+    out = Path(cfg.out_dir)
+    common = dict(fingerprint=fingerprint, config=config, optimal=optimal)
+    results = evaluate(instances, domain, path, generator, verifier, settings(spec), out, **common)
+    baselines = {}
+    for name in cfg.baselines:
+        b_spec, b_gen, b_ver = baseline_planner(name, spec, generator)
+        baselines[name] = evaluate(instances, domain, path, b_gen, b_ver, settings(b_spec),
+                                   out / "baselines" / name,
+                                   **{**common, "fingerprint": {**fingerprint, "baseline": name}})
+    ids = [i.id for i in instances]
+    if results is None and baselines:  # another shard may have completed the main run meanwhile
+        results = merge(out, ids, spec, config, log=lambda _: None)
+    if results is None or any(r is None for r in baselines.values()):
+        return None
+    if baselines:
+        results["baselines"] = {n: {k: r[k] for k in SUMMARY_KEYS} for n, r in baselines.items()}
+        write_results(out, results)
+    print(table_header())
+    print(table_row(spec.name, results))
+    for name, r in baselines.items():
+        print(table_row(f"  baseline {name}", r))
+    print(f"[eval] wrote {out / 'results.json'}")
+    if cfg.logger == "wandb":
+        log_wandb(cfg, spec, results, out)
+    elif cfg.logger not in ("none", None):
+        raise ConfigError(f"logger={cfg.logger}: choose wandb or none")
+    return results
+
+
+def log_wandb(cfg: DictConfig, spec: PlannerSpec, results: dict, out: Path) -> None:
+    """GRR, BTR, outcome counts and a per-instance table, tagged for grouping in the dashboard."""
+    ensure_offline_default()
+    import wandb
+
+    verifier_init = cfg.wandb.verifier_init or (cfg.verifier if cfg.verifier in VERIFIER_CHOICES
+                                                else None)
+    tags = run_tags(planner=spec.name, verifier_init=verifier_init, k=spec.k,
+                    temperature=spec.temperature, seed=cfg.seed, experiment=cfg.wandb.experiment)
+    run = wandb.init(project=cfg.wandb.project, group=cfg.wandb.group or spec.name,
+                     job_type="eval", tags=tags, dir=str(out), config=results["config"],
+                     name=out.name)
+    metrics = {"grr": results["grr"], "btr": results["btr"],
+               "grr_ci_low": results["grr_ci"][0], "grr_ci_high": results["grr_ci"][1],
+               "btr_ci_low": results["btr_ci"][0], "btr_ci_high": results["btr_ci"][1],
+               "n_instances": results["n_instances"], "attempts": results["attempts"],
+               "wall_s": results["wall_s"], "val_agreement": results["val"]["agreement"],
+               **{f"outcomes/{k}": v for k, v in results["outcomes"].items()},
+               **{f"calls/{k}": v for k, v in results["calls"].items()}}
+    for name, r in results.get("baselines", {}).items():
+        metrics.update({f"baseline/{name}/grr": r["grr"], f"baseline/{name}/btr": r["btr"]})
+    columns = ["id", "outcome", "plan_length", "optimal_length", "attempts", "generator_calls",
+               "verifier_calls", "tokens", "val_valid"]
+    rows = []
+    for line in (out / "instances.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        rows.append([r["id"], r["outcome"], r["plan_length"], r["optimal_length"], r["attempts"],
+                     r["calls"]["generator"], r["calls"]["verifier"], r["calls"]["tokens"],
+                     r["val_valid"]])
+    run.log({**metrics, "instances": wandb.Table(columns=columns, data=rows)})
+    run.summary.update(metrics)
+    run.finish()
+
+
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="eval")
+def main(cfg: DictConfig) -> None:
+    run(cfg)
+
+
+if __name__ == "__main__":
+    main()

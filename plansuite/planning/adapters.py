@@ -1,0 +1,155 @@
+"""From config values to generator/verifier objects: model exports or symbolic stand-ins.
+
+``generator`` is an export directory, ``random`` (the random baseline) or ``synthetic`` (a
+goal-directed fake with known error rates); ``verifier`` is an export directory, ``none``,
+``oracle`` or ``oracle_action``. :mod:`plansuite.models.inference` (and so torch) is imported
+only when an export is given, so the planners run, and are tested, without any model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from plansuite.errors import ConfigError, PlansuiteError
+from plansuite.pddl.codec import format_verifier_input
+from plansuite.planning.baselines import (
+    OracleVerifier,
+    RandomApplicableGenerator,
+    SyntheticGenerator,
+)
+from plansuite.planning.protocols import Generator, GenRequest, Proposal, Verifier, VerifyRequest
+
+GENERATOR_CHOICES = ("random", "synthetic")
+VERIFIER_CHOICES = ("none", "oracle", "oracle_action")
+
+
+class ModelGenerator:
+    """``GeneratorPolicy`` behind the planner interface.
+
+    Requests are grouped by sampling settings (a loop may raise the temperature on retries);
+    one ``generate`` call per group, seeded with its first request's seed, so a run is
+    reproducible for a fixed batching. (Per-row seeds would make it batching-independent too.)
+    """
+
+    def __init__(self, policy):
+        self.policy = policy
+
+    def propose(self, requests: Sequence[GenRequest]) -> list[Proposal]:
+        groups: dict[tuple, list[int]] = {}
+        for i, r in enumerate(requests):
+            groups.setdefault((r.temperature, r.top_p, r.max_new_tokens), []).append(i)
+        out: list[Proposal] = [Proposal("")] * len(requests)
+        for (temperature, top_p, max_new_tokens), index in groups.items():
+            generated = self.policy.generate([requests[i].prompt for i in index],
+                                             temperature=temperature, top_p=top_p,
+                                             max_new_tokens=max_new_tokens,
+                                             seed=requests[index[0]].seed)
+            for i, g in zip(index, generated, strict=True):
+                out[i] = Proposal(str(g.text), int(g.n_tokens))
+        return out
+
+
+class ModelVerifier:
+    """``VerifierScorer`` behind the planner interface; formats its input per ``input_kind``."""
+
+    def __init__(self, scorer):
+        self.scorer = scorer
+        self.threshold = float(scorer.threshold)
+        self.input_kind = scorer.input_kind
+
+    def score(self, requests: Sequence[VerifyRequest]) -> list[float]:
+        with_next = self.input_kind == "state_action_next"
+        texts = [format_verifier_input(r.state, r.action, r.next_state if with_next else None)
+                 for r in requests]
+        return [float(v) for v in self.scorer.score(texts)]
+
+
+def load_generator(spec: str, device: str = "cpu", synthetic: dict | None = None) -> Generator:
+    if spec == "random":
+        return RandomApplicableGenerator()
+    if spec == "synthetic":
+        return SyntheticGenerator(**(synthetic or {}))
+    path = _export_dir("generator", spec, GENERATOR_CHOICES)
+    inference = _inference_module("generator", spec)
+    return ModelGenerator(_load(inference.GeneratorPolicy, "generator", path, device))
+
+
+def load_verifier(spec: str, device: str = "cpu", generator: str | None = None) -> Verifier | None:
+    if spec in ("none", None):
+        return None
+    if spec in ("oracle", "oracle_action"):
+        return OracleVerifier(check_next_state=spec == "oracle")
+    path = _export_dir("verifier", spec, VERIFIER_CHOICES)
+    if generator and generator not in GENERATOR_CHOICES:
+        check_same_tokenizer(Path(generator), path)
+    inference = _inference_module("verifier", spec)
+    return ModelVerifier(_load(inference.VerifierScorer, "verifier", path, device))
+
+
+def _export_dir(role: str, spec: str, choices: tuple[str, ...]) -> Path:
+    path = Path(str(spec))
+    if not path.is_dir():
+        raise ConfigError(f"{role}={spec}: no such export directory (give a directory written by "
+                          f"plansuite-train, or one of: {', '.join(choices)})")
+    return path
+
+
+def _inference_module(role: str, spec: str):
+    try:
+        from plansuite.models import inference
+    except ImportError as exc:
+        raise ConfigError(f"{role}={spec}: model exports need plansuite.models.inference, which "
+                          f"is not available ({exc})") from exc
+    return inference
+
+
+def _load(cls, role: str, path: Path, device: str):
+    try:
+        return cls.from_export(str(path), device=device)
+    except PlansuiteError:
+        raise
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+        raise ConfigError(f"{path}: cannot load the {role} export ({detail})") from exc
+
+
+def tokenizer_fingerprint(export: Path) -> str | None:
+    """Digest of an export's vocabulary (BPE vocab + merges), or None if it has no tokenizer files.
+
+    Only the vocabulary counts: padding or special-token settings may differ between a
+    generator and a verifier trained from it.
+    """
+    for folder in (export, export / "tokenizer"):
+        fast = folder / "tokenizer.json"
+        if fast.is_file():
+            model = json.loads(fast.read_text()).get("model", {})
+            payload = json.dumps([model.get("vocab"), model.get("merges")], sort_keys=True)
+            return hashlib.sha256(payload.encode()).hexdigest()
+        vocab = folder / "vocab.json"
+        if vocab.is_file():
+            merges = folder / "merges.txt"
+            payload = json.dumps(json.loads(vocab.read_text()), sort_keys=True) + (
+                merges.read_text() if merges.is_file() else "")
+            return hashlib.sha256(payload.encode()).hexdigest()
+    return None
+
+
+def check_same_tokenizer(generator: Path, verifier: Path) -> None:
+    g, v = tokenizer_fingerprint(generator), tokenizer_fingerprint(verifier)
+    if g is not None and v is not None and g != v:
+        raise ConfigError(f"verifier={verifier}: its tokenizer differs from the generator's "
+                          f"({generator}); use a verifier trained with the generator's tokenizer")
+
+
+def resolve_device(device: str, rank: int = 0) -> str:
+    """``auto``: ``cuda:<rank mod #GPUs>`` when CUDA is available, else ``cpu``."""
+    if device != "auto":
+        return device
+    import torch
+
+    if torch.cuda.is_available():
+        return f"cuda:{rank % torch.cuda.device_count()}"
+    return "cpu"

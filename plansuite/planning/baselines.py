@@ -1,0 +1,132 @@
+"""Symbolic stand-ins behind the model interfaces: the random baseline, a synthetic generator
+with known error rates, and the oracle verifier. They read the request's ground task.
+
+Every random choice uses the request's own seed, so results never depend on batching.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from plansuite.errors import ConfigError
+from plansuite.pddl.codec import Step, format_completion
+from plansuite.pddl.judge import StepVerdict, judge_step
+from plansuite.pddl.simulator import GroundTask, Inapplicable
+from plansuite.planning.loops import PlannerSpec
+from plansuite.planning.protocols import Generator, GenRequest, Proposal, VerifyRequest
+
+NO_ACTION = Proposal("", 0)  # what a symbolic generator says at a dead end: nothing to decode
+
+
+def _task(request: GenRequest | VerifyRequest) -> GroundTask:
+    if request.task is None:
+        raise ValueError(f"{request.instance}: symbolic generators/verifiers need the ground task")
+    return request.task
+
+
+class RandomApplicableGenerator:
+    """Uniformly random applicable action, reported with its true next state.
+
+    Under the ``sample`` loop this is "random applicable actions with restarts @k": an attempt
+    restarts after L_max steps or at a dead end (no applicable action: an empty completion).
+    """
+
+    def propose(self, requests: Sequence[GenRequest]) -> list[Proposal]:
+        out = []
+        for r in requests:
+            task = _task(r)
+            state = task.try_encode(r.state)
+            actions = task.applicable(state) if state is not None else []
+            if not actions:
+                out.append(NO_ACTION)
+                continue
+            a = random.Random(r.seed).choice(actions)
+            out.append(Proposal(format_completion(task.actions[a], task.decode(task.apply(state, a)))))
+        return out
+
+
+@dataclass
+class SyntheticGenerator:
+    """A goal-directed generator with known error rates, for the pipeline without a model.
+
+    Per step: garbage text with probability ``p_garbage``; else an inapplicable action with
+    ``p_bad_action``; else an applicable action with a wrong next state (one atom dropped)
+    with ``p_bad_state``; else a correct step whose action is, with probability ``greedy``, one
+    that satisfies the most goal atoms (ties broken at random), and otherwise uniform.
+    """
+
+    p_garbage: float = 0.02
+    p_bad_action: float = 0.05
+    p_bad_state: float = 0.02
+    greedy: float = 0.8
+
+    def propose(self, requests: Sequence[GenRequest]) -> list[Proposal]:
+        return [self._one(r) for r in requests]
+
+    def _one(self, r: GenRequest) -> Proposal:
+        rng, task = random.Random(r.seed), _task(r)
+        state = task.try_encode(r.state)
+        if state is None or rng.random() < self.p_garbage:
+            return Proposal(rng.choice(["ACTION:\n(pick", "NEXT STATE:\nEND", "\x00\x01 garbage",
+                                        "ACTION:\n(pickup b1)\nNEXT STATE:\n(holding b1"]))
+        applicable = task.applicable(state)
+        inapplicable = sorted(set(range(len(task.actions))) - set(applicable))
+        if inapplicable and (not applicable or rng.random() < self.p_bad_action):
+            a = rng.choice(inapplicable)
+            return Proposal(format_completion(task.actions[a], task.decode(task.apply(state, a))))
+        if not applicable:
+            return NO_ACTION
+        if rng.random() < self.greedy:
+            gain = [bin(task.apply(state, a) & task.goal_pos).count("1") for a in applicable]
+            applicable = [a for a, g in zip(applicable, gain, strict=True) if g == max(gain)]
+        a = rng.choice(applicable)
+        next_atoms = task.decode(task.apply(state, a))
+        if next_atoms and rng.random() < self.p_bad_state:
+            next_atoms.remove(rng.choice(next_atoms))
+        return Proposal(format_completion(task.actions[a], next_atoms))
+
+
+class OracleVerifier:
+    """The simulator as verifier: 1.0 for a correct step, 0.0 otherwise (an upper bound).
+
+    ``check_next_state=False`` checks applicability only, like a perfect (s, a) verifier.
+    """
+
+    threshold = 0.5
+
+    def __init__(self, check_next_state: bool = True):
+        self.check_next_state = check_next_state
+        self.input_kind = "state_action_next" if check_next_state else "state_action"
+
+    def score(self, requests: Sequence[VerifyRequest]) -> list[float]:
+        return [float(self._ok(r)) for r in requests]
+
+    def _ok(self, r: VerifyRequest) -> bool:
+        task = _task(r)
+        state = task.try_encode(r.state)
+        if state is None:
+            return False
+        if self.check_next_state:
+            return judge_step(task, state, Step(r.action, r.next_state))[0] is StepVerdict.OK
+        return not isinstance(task.step(state, r.action), Inapplicable)
+
+
+BASELINES = ("oracle", "random_restart")
+
+
+def baseline_planner(name: str, spec: PlannerSpec, generator: Generator
+                     ) -> tuple[PlannerSpec, Generator, OracleVerifier | None]:
+    """A baseline run next to ``spec``: same k, L_max and sampling settings.
+
+    ``oracle``: the same generator, step-wise with the simulator as verifier (an upper bound
+    for any verifier). ``random_restart``: random applicable actions with restarts.
+    """
+    if name == "oracle":
+        return (replace(spec, name="oracle_verifier", loop="stepwise", propose_on_failure="none"),
+                generator, OracleVerifier())
+    if name == "random_restart":
+        return (replace(spec, name="random_restart", loop="sample", propose_on_failure="none"),
+                RandomApplicableGenerator(), None)
+    raise ConfigError(f"baselines: unknown baseline '{name}' (choose from {', '.join(BASELINES)})")

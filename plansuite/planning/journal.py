@@ -1,0 +1,85 @@
+"""The per-instance journal: the unit of resuming and of merging shards.
+
+Each shard appends one complete JSON line per finished instance to its own file
+(``<out_dir>/journal/shard-<rank>.jsonl``), flushed and fsynced, so a kill loses at most the
+instances in flight. Reading takes the union over all shard files, first record per instance id
+wins, and skips a torn last line; so re-running with the same ``out_dir`` (with any number of
+shards) continues with no lost and no duplicated instance. ``run.json`` holds the settings that
+decide outcomes: resuming into an ``out_dir`` of a different run is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from plansuite.errors import ConfigError
+
+
+def write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+class Journal:
+    def __init__(self, out_dir: str | Path, rank: int = 0):
+        self.dir = Path(out_dir) / "journal"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.dir / f"shard-{rank}.jsonl"
+        self._repair()
+
+    def _repair(self) -> None:
+        """Drop a torn last line (killed mid-write) from this shard's own file."""
+        if not self.path.is_file():
+            return
+        data = self.path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            with self.path.open("r+b") as f:
+                f.truncate(data.rfind(b"\n") + 1)
+
+    def check_run(self, fingerprint: dict) -> None:
+        """Record the run's settings, or refuse if ``out_dir`` holds a different run."""
+        path = self.dir / "run.json"
+        fingerprint = json.loads(json.dumps(fingerprint))  # normalise tuples, keys
+        if path.is_file():
+            old = json.loads(path.read_text())
+            for key in sorted(set(old) | set(fingerprint)):
+                if old.get(key) != fingerprint.get(key):
+                    raise ConfigError(
+                        f"{self.dir.parent}: holds results of a different run ({key}: "
+                        f"{old.get(key)!r} there, {fingerprint.get(key)!r} now); use another "
+                        "out_dir or delete it")
+            return
+        write_atomic(path, json.dumps(fingerprint, indent=2, sort_keys=True))
+
+    def records(self) -> dict[str, dict]:
+        """Finished instances of every shard, by id (first record wins)."""
+        out: dict[str, dict] = {}
+        for shard in sorted(self.dir.glob("shard-*.jsonl")):
+            for line in shard.read_text().splitlines(keepends=True):
+                if not line.endswith("\n"):
+                    break  # another shard's line still being written
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                out.setdefault(record["id"], record)
+        return out
+
+    def append(self, record: dict) -> None:
+        with self.path.open("a") as f:
+            f.write(json.dumps(record, sort_keys=True) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def log_session(self, info: dict) -> None:
+        with (self.dir / "sessions.jsonl").open("a") as f:
+            f.write(json.dumps(info, sort_keys=True) + "\n")
+
+    def sessions(self) -> list[dict]:
+        path = self.dir / "sessions.jsonl"
+        if not path.is_file():
+            return []
+        return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]

@@ -1,0 +1,150 @@
+"""The per-instance planning loops, written once as coroutines and driven by an engine.
+
+A loop is a generator function ``loop(ctx, spec)``: it ``yield``s a :class:`Need` (a batch of
+generate or verify requests), receives the answers (a list of
+:class:`~.protocols.Proposal` or :class:`~.protocols.Score`, one per request), and finally
+``return``s an :class:`~.episode.EpisodeResult`. Loops never call a model themselves, so the
+batched engine can advance many instances in lockstep while the code below still reads as
+one instance's algorithm. Semantics: the package docstring.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, fields
+from typing import Any, Literal
+
+from plansuite.errors import ConfigError
+from plansuite.planning.episode import Attempt, End, EpisodeResult, InstanceContext, decode_step
+
+GENERATE, VERIFY = "generate", "verify"
+
+
+@dataclass(frozen=True)
+class Need:
+    kind: Literal["generate", "verify"]
+    requests: list
+
+
+@dataclass(frozen=True)
+class PlannerSpec:
+    """One planner configuration (``conf/planner/*.yaml``)."""
+
+    name: str = "generator_verifier"
+    loop: str = "stepwise"  # a key of LOOPS
+    k: int = 25  # attempts
+    max_steps: int = 40  # L_max
+    temperature: float = 1.0
+    top_p: float = 0.99
+    max_new_tokens: int | None = None  # None: the generator's default
+    propose_on_failure: Literal["last", "none"] = "none"
+
+    @classmethod
+    def from_dict(cls, values: dict) -> PlannerSpec:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigError(f"planner.{unknown[0]}: unknown planner setting "
+                              f"(known: {', '.join(sorted(known))})")
+        spec = cls(**values)
+        if spec.loop not in LOOPS:
+            raise ConfigError(f"planner.loop={spec.loop}: unknown loop (choose from "
+                              f"{', '.join(LOOPS)})")
+        if spec.k < 1 or spec.max_steps < 1:
+            raise ConfigError(f"planner {spec.name}: k and max_steps must be >= 1")
+        if spec.propose_on_failure not in ("last", "none"):
+            raise ConfigError("planner.propose_on_failure: choose 'last' or 'none'")
+        return spec
+
+
+LoopCoroutine = Generator[Need, list, EpisodeResult]
+
+
+def rollout(ctx: InstanceContext, spec: PlannerSpec, attempt: int,
+            stepwise_verifier: bool) -> Generator[Need, list, Attempt]:
+    """One attempt from s0 on the generator's own predicted states."""
+    state, steps = ctx.init, []
+    for i in range(spec.max_steps):
+        if ctx.reached(state):
+            return Attempt(attempt, steps, End.GOAL)
+        request = ctx.gen_request(state, (attempt, i), spec.temperature, spec.top_p,
+                                  spec.max_new_tokens)
+        [proposal] = yield Need(GENERATE, [request])
+        step = decode_step(request.key, state, proposal.text, proposal.n_tokens)
+        steps.append(step)
+        if not step.parsed:
+            return Attempt(attempt, steps, End.UNPARSEABLE)
+        if stepwise_verifier:
+            [score] = yield Need(VERIFY, [ctx.verify_request(step)])
+            step.score, step.accepted = score
+            if not score.accepted:
+                return Attempt(attempt, steps, End.REJECTED)
+        state = step.next_state
+    return Attempt(attempt, steps, End.GOAL if ctx.reached(state) else End.MAX_STEPS)
+
+
+def restart_at_k(ctx: InstanceContext, spec: PlannerSpec, stepwise_verifier: bool) -> LoopCoroutine:
+    """generator@k (no verifier) and generator+verifier@k (step-wise, Algorithm 2)."""
+    attempts: list[Attempt] = []
+    for a in range(spec.k):
+        attempt = yield from rollout(ctx, spec, a, stepwise_verifier)
+        attempts.append(attempt)
+        if attempt.end is End.GOAL:
+            return EpisodeResult(attempts, attempt.steps, a)
+    return give_up(attempts, spec)
+
+
+def sample_at_k(ctx: InstanceContext, spec: PlannerSpec) -> LoopCoroutine:
+    return (yield from restart_at_k(ctx, spec, stepwise_verifier=False))
+
+
+def stepwise_at_k(ctx: InstanceContext, spec: PlannerSpec) -> LoopCoroutine:
+    return (yield from restart_at_k(ctx, spec, stepwise_verifier=True))
+
+
+def posthoc_at_k(ctx: InstanceContext, spec: PlannerSpec) -> LoopCoroutine:
+    """Post-hoc filter: the first goal-reaching attempt whose steps all pass the verifier."""
+    attempts: list[Attempt] = []
+    for a in range(spec.k):
+        attempt = yield from rollout(ctx, spec, a, stepwise_verifier=False)
+        attempts.append(attempt)
+        if attempt.end is not End.GOAL:
+            continue
+        scores = yield Need(VERIFY, [ctx.verify_request(s) for s in attempt.steps])
+        for step, (value, accepted) in zip(attempt.steps, scores, strict=True):
+            step.score, step.accepted = value, accepted
+        if all(s.accepted for s in attempt.steps):
+            return EpisodeResult(attempts, attempt.steps, a)
+        attempt.end = End.REJECTED
+    return give_up(attempts, spec)
+
+
+def give_up(attempts: list[Attempt], spec: PlannerSpec) -> EpisodeResult:
+    """No attempt was accepted: propose the last one, or nothing (``no_plan``)."""
+    if spec.propose_on_failure == "last" and attempts:
+        return EpisodeResult(attempts, attempts[-1].steps, attempts[-1].index)
+    return EpisodeResult(attempts, None, None)
+
+
+@dataclass(frozen=True)
+class LoopDef:
+    run: Callable[[InstanceContext, PlannerSpec], LoopCoroutine]
+    verifier: Literal["required", "forbidden", "optional"]
+
+
+LOOPS: dict[str, LoopDef] = {
+    "sample": LoopDef(sample_at_k, "forbidden"),
+    "stepwise": LoopDef(stepwise_at_k, "required"),
+    "posthoc": LoopDef(posthoc_at_k, "required"),
+}
+
+
+def check_verifier(spec: PlannerSpec, verifier: Any) -> None:
+    """A one-line error when the verifier setting does not fit the planner's loop."""
+    need = LOOPS[spec.loop].verifier
+    if need == "required" and verifier is None:
+        raise ConfigError(f"planner={spec.name} needs a verifier (verifier=DIR, oracle or "
+                          "oracle_action)")
+    if need == "forbidden" and verifier is not None:
+        raise ConfigError(f"planner={spec.name} uses no verifier; set verifier=none or choose "
+                          "planner=generator_verifier / posthoc")

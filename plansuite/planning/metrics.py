@@ -1,0 +1,112 @@
+"""GRR, BTR and friends: small pure functions over per-instance records (``instances.jsonl``)."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+from plansuite.planning.outcomes import Outcome
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion (95 % by default).
+
+    Unlike the normal approximation it stays inside [0, 1] and is sensible at 0 or n.
+
+    >>> wilson_interval(94, 200)
+    (0.402, 0.5391)
+    >>> wilson_interval(0, 10)
+    (0.0, 0.2775)
+    >>> wilson_interval(0, 0)
+    (0.0, 1.0)
+    """
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    centre = p + z * z / (2 * n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    denom = 1 + z * z / n
+    return round(max(0.0, (centre - half) / denom), 4), round(min(1.0, (centre + half) / denom), 4)
+
+
+def rate(count: int, n: int) -> float:
+    """``count / n`` rounded, 0 for an empty set.
+
+    >>> rate(132, 200), rate(0, 0)
+    (0.66, 0.0)
+    """
+    return round(count / n, 4) if n else 0.0
+
+
+def outcome_counts(outcomes: Sequence[str]) -> dict[str, int]:
+    """Count of every outcome, including those that never occurred.
+
+    >>> outcome_counts(["success", "no_plan", "success"])["success"]
+    2
+    >>> sorted(outcome_counts([]).values())
+    [0, 0, 0, 0, 0, 0]
+    """
+    counts = Counter(outcomes)
+    unknown = set(counts) - {o.value for o in Outcome}
+    if unknown:
+        raise ValueError(f"unknown outcome(s): {sorted(unknown)}")
+    return {o.value: counts.get(o.value, 0) for o in Outcome}
+
+
+def grr_btr(outcomes: Sequence[str]) -> dict:
+    """Goal-reaching rate and bad-transition rate with Wilson 95 % intervals.
+
+    >>> grr_btr(["success", "bad_action", "unparseable", "no_plan"])
+    {'n_instances': 4, 'grr': 0.25, 'grr_ci': [0.0456, 0.6994], 'btr': 0.5, 'btr_ci': [0.15, 0.85]}
+    """
+    counts = outcome_counts(outcomes)
+    n = len(outcomes)
+    bad = sum(c for o, c in counts.items() if Outcome(o).bad_transition)
+    return {"n_instances": n,
+            "grr": rate(counts["success"], n), "grr_ci": list(wilson_interval(counts["success"], n)),
+            "btr": rate(bad, n), "btr_ci": list(wilson_interval(bad, n))}
+
+
+def val_agreement(records: Sequence[dict]) -> dict:
+    """How often VAL and the simulator agree on the validity of the proposed plans.
+
+    >>> val_agreement([{"id": "a", "val_valid": True, "sim_valid": True},
+    ...                {"id": "b", "val_valid": None, "sim_valid": None},
+    ...                {"id": "c", "val_valid": False, "sim_valid": True}])
+    {'checked': 2, 'val_valid': 1, 'agree': 1, 'agreement': 0.5, 'disagree_ids': ['c']}
+    """
+    checked = [r for r in records if r.get("val_valid") is not None]
+    disagree = [r["id"] for r in checked if r["val_valid"] != r["sim_valid"]]
+    return {"checked": len(checked), "val_valid": sum(bool(r["val_valid"]) for r in checked),
+            "agree": len(checked) - len(disagree),
+            "agreement": rate(len(checked) - len(disagree), len(checked)) if checked else None,
+            "disagree_ids": disagree}
+
+
+def plan_quality(records: Sequence[dict]) -> dict:
+    """Successful plans' length relative to Fast Downward's optimal length.
+
+    >>> plan_quality([{"outcome": "success", "plan_length": 6, "optimal_length": 4},
+    ...               {"outcome": "success", "plan_length": 4, "optimal_length": 4},
+    ...               {"outcome": "no_plan", "plan_length": None, "optimal_length": 2}])
+    {'n': 2, 'mean_ratio': 1.25, 'optimal_fraction': 0.5}
+    """
+    pairs = [(r["plan_length"], r["optimal_length"]) for r in records
+             if r["outcome"] == Outcome.SUCCESS.value and r.get("optimal_length")]
+    if not pairs:
+        return {"n": 0, "mean_ratio": None, "optimal_fraction": None}
+    ratios = [length / best for length, best in pairs]
+    return {"n": len(pairs), "mean_ratio": round(sum(ratios) / len(ratios), 4),
+            "optimal_fraction": rate(sum(r == 1 for r in ratios), len(ratios))}
+
+
+def summarize(records: Sequence[dict]) -> dict:
+    """Everything ``results.json`` reports about a set of per-instance records."""
+    total = {key: sum(r["calls"][key] for r in records) for key in ("generator", "verifier", "tokens")}
+    return {**grr_btr([r["outcome"] for r in records]),
+            "outcomes": outcome_counts([r["outcome"] for r in records]),
+            "calls": total,
+            "attempts": sum(r["attempts"] for r in records),
+            "val": val_agreement(records),
+            "plan_quality": plan_quality(records)}

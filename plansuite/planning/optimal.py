@@ -1,0 +1,44 @@
+"""Fast Downward's optimal plan lengths (``seq-opt-bjolp``), cached per instance on disk.
+
+The cache key is the content of the domain and problem files, so renamed or copied instances
+hit the cache and an edited problem never reuses a stale length. Timeouts and errors are not
+cached (a later run with a larger limit may solve the instance).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from plansuite.pddl.fast_downward import solve
+
+
+class OptimalLengths:
+    def __init__(self, domain_file: str | Path, cache_dir: str | Path, time_limit: float = 60.0,
+                 mode: str = "optimal"):
+        self.domain_file = Path(domain_file)
+        self.domain_text = self.domain_file.read_text()
+        self.cache_dir, self.time_limit, self.mode = Path(cache_dir), time_limit, mode
+
+    def _cache_file(self, problem_file: Path) -> Path:
+        key = hashlib.sha256("\x00".join([self.mode, self.domain_text, problem_file.read_text()])
+                             .encode()).hexdigest()[:32]
+        return self.cache_dir / f"{key}.json"
+
+    def get(self, problem_file: str | Path) -> int | None:
+        """The optimal length, or None when FD did not solve it within the time limit."""
+        problem_file = Path(problem_file)
+        cached = self._cache_file(problem_file)
+        if cached.is_file():
+            return json.loads(cached.read_text())["length"]
+        result = solve(self.domain_file, problem_file, self.mode, self.time_limit)
+        length = len(result.plan) if result.plan is not None else None
+        if result.status in ("solved", "unsolvable"):
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_text(json.dumps({"problem": str(problem_file), "status": result.status,
+                                       "length": length, "seconds": round(result.seconds, 3)}))
+            os.replace(tmp, cached)
+        return length
