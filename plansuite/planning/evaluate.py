@@ -148,7 +148,10 @@ def evaluate(instances: Sequence[Instance], domain: Domain, domain_file: str | P
         record.update(shard=settings.rank, elapsed_s=round(elapsed_s, 4))
         if record["plan"] is not None:
             write_plan(record["plan"], out / "plans" / f"{ctx.id}.plan")
-            if settings.val:
+            unknown = [a for a in record["plan"] if ctx.task.action_id(a) is None]
+            if unknown:  # VAL rejects unknown operators as bad input; the simulator has judged
+                record["val_message"] = f"not checked by VAL: unknown action {unknown[0]}"
+            elif settings.val:
                 verdict = validate(domain_file, inst.path, record["plan"])
                 record["val_valid"] = verdict.valid
                 record["val_message"] = None if verdict.valid else verdict.message

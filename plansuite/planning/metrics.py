@@ -71,14 +71,19 @@ def grr_btr(outcomes: Sequence[str]) -> dict:
 def val_agreement(records: Sequence[dict]) -> dict:
     """How often VAL and the simulator agree on the validity of the proposed plans.
 
-    >>> val_agreement([{"id": "a", "val_valid": True, "sim_valid": True},
-    ...                {"id": "b", "val_valid": None, "sim_valid": None},
-    ...                {"id": "c", "val_valid": False, "sim_valid": True}])
-    {'checked': 2, 'val_valid': 1, 'agree': 1, 'agreement': 0.5, 'disagree_ids': ['c']}
+    Plans with actions the task does not have are judged by the simulator only (``skipped``).
+
+    >>> val_agreement([{"id": "a", "plan": [], "val_valid": True, "sim_valid": True},
+    ...                {"id": "b", "plan": None, "val_valid": None, "sim_valid": None},
+    ...                {"id": "c", "plan": ["(fly a)"], "val_valid": None, "sim_valid": False},
+    ...                {"id": "d", "plan": [], "val_valid": False, "sim_valid": True}])
+    {'checked': 2, 'skipped': 1, 'val_valid': 1, 'agree': 1, 'agreement': 0.5, 'disagree_ids': ['d']}
     """
     checked = [r for r in records if r.get("val_valid") is not None]
     disagree = [r["id"] for r in checked if r["val_valid"] != r["sim_valid"]]
-    return {"checked": len(checked), "val_valid": sum(bool(r["val_valid"]) for r in checked),
+    skipped = sum(r["plan"] is not None and r.get("val_valid") is None for r in records)
+    return {"checked": len(checked), "skipped": skipped,
+            "val_valid": sum(bool(r["val_valid"]) for r in checked),
             "agree": len(checked) - len(disagree),
             "agreement": rate(len(checked) - len(disagree), len(checked)) if checked else None,
             "disagree_ids": disagree}

@@ -93,4 +93,9 @@ def propose_batch(generator: Generator, requests: Sequence[GenRequest]) -> list[
     proposals = generator.propose(requests) if requests else []
     if len(proposals) != len(requests):
         raise RuntimeError(f"generator returned {len(proposals)} texts for {len(requests)} prompts")
-    return [p if isinstance(p, Proposal) else Proposal(*p) for p in proposals]
+    out = []
+    for p in proposals:
+        text, n_tokens = (p.text, p.n_tokens) if isinstance(p, Proposal) else (p, 0)
+        out.append(Proposal(text if isinstance(text, str) else "" if text is None else repr(text),
+                            int(n_tokens or 0)))
+    return out
