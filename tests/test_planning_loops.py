@@ -59,7 +59,7 @@ def plan_both(spec, script, verifier_script=None, ctx=None):
         check_verifier(spec, ver)
         if engine == "batched":
             done = []
-            run_batched([ctx], spec, gen, ver, lambda c, r, t: done.append(r), batch_size=4)
+            run_batched([ctx], spec, gen, ver, lambda c, r, t, d=done: d.append(r), batch_size=4)
             [result] = done
         else:
             result = plan_instance(ctx, spec, gen, ver)

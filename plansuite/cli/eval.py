@@ -21,6 +21,7 @@ from plansuite.pddl.parse import load_domain
 from plansuite.planning.adapters import (
     GENERATOR_CHOICES,
     VERIFIER_CHOICES,
+    check_same_tokenizer,
     load_generator,
     load_verifier,
     resolve_device,
@@ -70,8 +71,9 @@ def run(cfg: DictConfig) -> dict | None:
     uses_export = gen_name not in GENERATOR_CHOICES or ver_name not in VERIFIER_CHOICES
     device = resolve_device(cfg.device, int(cfg.shard.rank)) if uses_export else "cpu"
     synthetic = OmegaConf.to_container(cfg.synthetic) if gen_name == "synthetic" else None
+    check_same_tokenizer(gen_name, ver_name)  # before loading anything heavy
     generator = load_generator(gen_name, device, synthetic)
-    verifier = load_verifier(ver_name, device, generator=gen_name)
+    verifier = load_verifier(ver_name, device)
 
     config = OmegaConf.to_container(cfg, resolve=True)
     optimal = (OptimalLengths(path, cfg.optimal.cache_dir, cfg.optimal.time_limit, cfg.optimal.mode)

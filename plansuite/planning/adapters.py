@@ -77,14 +77,12 @@ def load_generator(spec: str, device: str = "cpu", synthetic: dict | None = None
     return ModelGenerator(_load(inference.GeneratorPolicy, "generator", path, device))
 
 
-def load_verifier(spec: str, device: str = "cpu", generator: str | None = None) -> Verifier | None:
+def load_verifier(spec: str, device: str = "cpu") -> Verifier | None:
     if spec in ("none", None):
         return None
     if spec in ("oracle", "oracle_action"):
         return OracleVerifier(check_next_state=spec == "oracle")
     path = _export_dir("verifier", spec, VERIFIER_CHOICES)
-    if generator and generator not in GENERATOR_CHOICES:
-        check_same_tokenizer(Path(generator), path)
     inference = _inference_module("verifier", spec)
     return ModelVerifier(_load(inference.VerifierScorer, "verifier", path, device))
 
@@ -137,7 +135,11 @@ def tokenizer_fingerprint(export: Path) -> str | None:
     return None
 
 
-def check_same_tokenizer(generator: Path, verifier: Path) -> None:
+def check_same_tokenizer(generator: str | Path, verifier: str | Path) -> None:
+    """One error line when both exports exist and their vocabularies differ."""
+    generator, verifier = Path(generator), Path(verifier)
+    if not (generator.is_dir() and verifier.is_dir()):
+        return
     g, v = tokenizer_fingerprint(generator), tokenizer_fingerprint(verifier)
     if g is not None and v is not None and g != v:
         raise ConfigError(f"verifier={verifier}: its tokenizer differs from the generator's "
