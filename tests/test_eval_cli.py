@@ -57,7 +57,7 @@ def test_random_restart_writes_results_instances_plans(instances, tmp_path):
     assert set(results["outcomes"]) == {"success", "bad_action", "bad_next_state", "unparseable",
                                         "goal_not_reached", "no_plan"}
     successes = [r for r in records if r["outcome"] == "success"]
-    assert results["grr"] == len(successes) / 10 and 0 < len(successes)
+    assert results["grr"] == len(successes) / 10 and len(successes) > 0
     assert results["btr"] == 0  # random actions are applicable with true next states
     lo, hi = results["grr_ci"]
     assert lo <= results["grr"] <= hi

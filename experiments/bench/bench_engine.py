@@ -1,0 +1,154 @@
+"""Batched lockstep engine vs the sequential reference: attempts per second at k = 25.
+
+Both run the generator@k loop (``sample``; with ``PLANSUITE_BENCH_VERIFIER`` the step-wise
+loop) on the same model and the same instances, side by side in one process. The sequential
+reference plans the first ``PLANSUITE_BENCH_SEQ_INSTANCES`` instances (it is slow by design);
+the batched engine plans ``PLANSUITE_BENCH_INSTANCES_N``; rates are compared, and outcome
+rates on the shared instances are reported next to each other.
+
+Model: the export at ``PLANSUITE_BENCH_GENERATOR`` (device ``PLANSUITE_BENCH_DEVICE``, default
+auto). Without one, a randomly initialised 2-layer GPT-2 with a character tokenizer stands in
+*for timing only*: its generations are garbage, so every attempt ends after one step, and the
+number measures the engine and batched generation, not planning. Instances:
+``PLANSUITE_BENCH_INSTANCES`` (a folder), else the paper's 200 when ``../shared`` has them,
+else a freshly built tiny test split.
+
+    python -m experiments.bench.bench_engine        # prints the result dict as JSON
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from plansuite.data.load import load_instances
+from plansuite.domains import builtin_path, load_builtin
+from plansuite.pddl.simulator import GroundTask
+from plansuite.planning.adapters import (
+    ModelGenerator,
+    load_generator,
+    load_verifier,
+    resolve_device,
+)
+from plansuite.planning.engine import run_batched
+from plansuite.planning.episode import InstanceContext
+from plansuite.planning.loops import PlannerSpec
+from plansuite.planning.outcomes import judge_plan
+from plansuite.planning.reference import run_sequential
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class RandomCharPolicy:
+    """A random-weight GPT-2 over characters with GeneratorPolicy's ``generate`` signature."""
+
+    ALPHABET = "\n ()-:ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+    def __init__(self, device: str = "cpu", max_new_tokens: int = 48):
+        import torch
+        from transformers import GPT2Config, GPT2LMHeadModel
+
+        self.torch, self.device, self.max_new_tokens = torch, device, max_new_tokens
+        self.pad = len(self.ALPHABET)
+        torch.manual_seed(0)
+        config = GPT2Config(vocab_size=self.pad + 1, n_positions=1024, n_embd=128, n_layer=2,
+                            n_head=4, bos_token_id=self.pad, eos_token_id=self.pad)
+        self.model = GPT2LMHeadModel(config).to(device).eval()
+        self.index = {c: i for i, c in enumerate(self.ALPHABET)}
+
+    def generate(self, prompts, temperature=1.0, top_p=0.99, max_new_tokens=None, seed=None):
+        torch = self.torch
+        if seed is not None:
+            torch.manual_seed(seed % 2**63)
+        ids = [[self.index.get(c, 0) for c in p] for p in prompts]
+        width = max(map(len, ids))
+        batch = torch.tensor([[self.pad] * (width - len(x)) + x for x in ids], device=self.device)
+        mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in ids], device=self.device)
+        n = max_new_tokens or self.max_new_tokens
+        with torch.no_grad():
+            out = self.model.generate(batch, attention_mask=mask, do_sample=True, top_k=0,
+                                      top_p=top_p, temperature=temperature, max_new_tokens=n,
+                                      min_new_tokens=n, pad_token_id=self.pad)
+        texts = ["".join(self.ALPHABET[i] for i in row[width:].tolist() if i < self.pad)
+                 for row in out]
+        return [_Generated(t, n) for t in texts]
+
+
+class _Generated:
+    def __init__(self, text: str, n_tokens: int):
+        self.text, self.n_tokens = text, n_tokens
+
+
+def _instances(domain):
+    folder = os.environ.get("PLANSUITE_BENCH_INSTANCES")
+    paper = REPO.parent / "shared" / "benchmarks" / "paper-blocksworld-test"
+    if folder:
+        return load_instances(folder, domain), folder
+    if paper.is_dir():
+        return load_instances(paper, domain), str(paper)
+    from plansuite.data.builder import DatasetSpec, build_dataset
+    from plansuite.domains.blocksworld import BlocksworldStates
+
+    out = Path(tempfile.mkdtemp(prefix="bench-engine-")) / "data"
+    build_dataset(DatasetSpec(train_states=4, val_states=1, test_instances=64, val_instances=1),
+                  domain, builtin_path("blocksworld").read_text(), BlocksworldStates(3, 8), out,
+                  seed=0, workers=1, progress=lambda _: None)
+    return load_instances(out / "test", domain), "tiny test split (seed 0)"
+
+
+def _timed(run, contexts) -> dict:
+    results = {}
+    start = time.perf_counter()
+    run(contexts, lambda ctx, result, _: results.__setitem__(ctx.id, (ctx, result)))
+    seconds = time.perf_counter() - start
+    attempts = sum(len(r.attempts) for _, r in results.values())
+    steps = sum(r.generator_calls for _, r in results.values())
+    outcomes = Counter(judge_plan(c.task, r.plan)[0].value for c, r in results.values())
+    return {"instances": len(results), "seconds": round(seconds, 3), "attempts": attempts,
+            "generator_calls": steps, "attempts_per_s": round(attempts / seconds, 3),
+            "steps_per_s": round(steps / seconds, 3), "outcomes": dict(outcomes),
+            "_by_id": {i: judge_plan(c.task, r.plan)[0].value for i, (c, r) in results.items()}}
+
+
+def main() -> dict:
+    domain = load_builtin("blocksworld")
+    instances, source = _instances(domain)
+    n_batched = int(os.environ.get("PLANSUITE_BENCH_INSTANCES_N", "64"))
+    n_seq = int(os.environ.get("PLANSUITE_BENCH_SEQ_INSTANCES", "2"))
+    batch_size = int(os.environ.get("PLANSUITE_BENCH_BATCH", "64"))
+    export = os.environ.get("PLANSUITE_BENCH_GENERATOR")
+    device = resolve_device(os.environ.get("PLANSUITE_BENCH_DEVICE", "auto"))
+    if export:
+        generator, model = load_generator(export, device), export
+    else:
+        generator, model = ModelGenerator(RandomCharPolicy(device)), "random-init GPT-2 (timing only)"
+    verifier_spec = os.environ.get("PLANSUITE_BENCH_VERIFIER")
+    verifier = load_verifier(verifier_spec, device) if verifier_spec else None
+    spec = PlannerSpec(name="bench", loop="stepwise" if verifier else "sample", k=25, max_steps=40,
+                       propose_on_failure="none" if verifier else "last")
+
+    def contexts(n):
+        return [InstanceContext.of(i.id, GroundTask(domain, i.problem), seed=0) for i in instances[:n]]
+
+    batched = _timed(lambda cs, done: run_batched(cs, spec, generator, verifier, done, batch_size),
+                     contexts(n_batched))
+    sequential = _timed(lambda cs, done: run_sequential(cs, spec, generator, verifier, done),
+                        contexts(n_seq))
+    shared = sorted(set(batched["_by_id"]) & set(sequential["_by_id"]))
+    same = sum(batched["_by_id"][i] == sequential["_by_id"][i] for i in shared)
+    for r in (batched, sequential):
+        r.pop("_by_id")
+    return {"bench": "engine", "model": model, "device": device, "instances": source,
+            "loop": spec.loop, "k": spec.k, "batch_size": batch_size,
+            "batched": batched, "sequential": sequential,
+            "speedup_attempts_per_s": round(batched["attempts_per_s"] / sequential["attempts_per_s"], 2),
+            "target_speedup": 10.0,
+            "same_outcome_on_shared_instances": f"{same}/{len(shared)}"}
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(), indent=2))
