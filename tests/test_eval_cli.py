@@ -13,25 +13,19 @@ from hydra import compose, initialize_config_dir
 
 from plansuite.cli import CONF_DIR
 from plansuite.cli.eval import run
-from plansuite.data.builder import DatasetSpec, build_dataset
 from plansuite.domains import builtin_path, load_builtin
-from plansuite.domains.blocksworld import BlocksworldStates
 from plansuite.pddl.parse import load_problem
 from plansuite.pddl.plans import read_plan
 from plansuite.pddl.simulator import GroundTask
 from plansuite.planning.outcomes import plan_is_valid
+from plansuite.planning.scripted import write_toy_instances
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def instances(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("data") / "tiny"
-    spec = DatasetSpec(train_states=6, val_states=2, test_instances=10, val_instances=1,
-                       test_max_walk_len=8, chunk_size=6)
-    build_dataset(spec, load_builtin("blocksworld"), builtin_path("blocksworld").read_text(),
-                  BlocksworldStates(3, 5), out, seed=1, workers=1, progress=lambda _: None)
-    return out / "test"
+    return write_toy_instances(tmp_path_factory.mktemp("data") / "toy", n=10, seed=1)
 
 
 def evaluate_cli(*overrides: str) -> dict | None:

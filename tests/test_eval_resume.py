@@ -12,13 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from plansuite.data.builder import DatasetSpec, build_dataset
 from plansuite.data.load import load_instances
 from plansuite.domains import builtin_path, load_builtin
-from plansuite.domains.blocksworld import BlocksworldStates
 from plansuite.planning.baselines import RandomApplicableGenerator
 from plansuite.planning.evaluate import EvalSettings, evaluate
 from plansuite.planning.loops import PlannerSpec
+from plansuite.planning.scripted import write_toy_instances
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = PlannerSpec(name="random_restart", loop="sample", k=5, max_steps=20, propose_on_failure="none")
@@ -45,12 +44,7 @@ def run_eval(folder: str, out: str, delay_s: float = 0.0, rank: int = 0, world: 
 
 @pytest.fixture(scope="module")
 def instances(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("data") / "tiny"
-    spec = DatasetSpec(train_states=4, val_states=2, test_instances=10, val_instances=1,
-                       test_max_walk_len=8, chunk_size=4)
-    build_dataset(spec, load_builtin("blocksworld"), builtin_path("blocksworld").read_text(),
-                  BlocksworldStates(3, 5), out, seed=2, workers=1, progress=lambda _: None)
-    return out / "test"
+    return write_toy_instances(tmp_path_factory.mktemp("data") / "toy", n=10, seed=2)
 
 
 @pytest.fixture(scope="module")

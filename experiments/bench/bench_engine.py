@@ -26,7 +26,7 @@ from collections import Counter
 from pathlib import Path
 
 from plansuite.data.load import load_instances
-from plansuite.domains import builtin_path, load_builtin
+from plansuite.domains import load_builtin
 from plansuite.pddl.simulator import GroundTask
 from plansuite.planning.adapters import (
     ModelGenerator,
@@ -90,14 +90,11 @@ def _instances(domain):
         return load_instances(folder, domain), folder
     if paper.is_dir():
         return load_instances(paper, domain), str(paper)
-    from plansuite.data.builder import DatasetSpec, build_dataset
-    from plansuite.domains.blocksworld import BlocksworldStates
+    from plansuite.planning.scripted import write_toy_instances
 
-    out = Path(tempfile.mkdtemp(prefix="bench-engine-")) / "data"
-    build_dataset(DatasetSpec(train_states=4, val_states=1, test_instances=64, val_instances=1),
-                  domain, builtin_path("blocksworld").read_text(), BlocksworldStates(3, 8), out,
-                  seed=0, workers=1, progress=lambda _: None)
-    return load_instances(out / "test", domain), "tiny test split (seed 0)"
+    folder = write_toy_instances(Path(tempfile.mkdtemp(prefix="bench-engine-")) / "toy", n=64,
+                                 max_walk_len=30, blocks=(3, 8))
+    return load_instances(folder, domain), "toy test split (seed 0)"
 
 
 def _timed(run, contexts) -> dict:

@@ -1,4 +1,5 @@
-"""Scripted generator and verifier: test doubles whose answers are a function of the request.
+"""Scripted generator and verifier (test doubles whose answers are a function of the request),
+and a toy instance folder.
 
 They pin loop semantics exactly (outcomes and call counts known in advance) and record every
 batch they were sent, so tests can also see how the engine batched the work.
@@ -7,6 +8,7 @@ batch they were sent, so tests can also see how the engine batched the work.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 from plansuite.planning.protocols import GenRequest, Proposal, VerifyRequest
 
@@ -60,3 +62,19 @@ class ScriptedVerifier:
     @property
     def calls(self) -> int:
         return sum(map(len, self.batches))
+
+
+def write_toy_instances(out_dir: str | Path, n: int = 10, seed: int = 0, max_walk_len: int = 8,
+                        blocks: tuple[int, int] = (3, 5)) -> Path:
+    """A folder of ``n`` small blocksworld instances (a dataset's ``test/`` split), for tests
+    and benchmarks that must not depend on ``../shared``; returns the folder."""
+    from plansuite.data.builder import DatasetSpec, build_dataset
+    from plansuite.domains import builtin_path, load_builtin
+    from plansuite.domains.blocksworld import BlocksworldStates
+
+    spec = DatasetSpec(name="toy", train_states=4, val_states=1, test_instances=n, val_instances=1,
+                       test_max_walk_len=max_walk_len, chunk_size=4)
+    out = Path(out_dir)
+    build_dataset(spec, load_builtin("blocksworld"), builtin_path("blocksworld").read_text(),
+                  BlocksworldStates(*blocks), out, seed=seed, workers=1, progress=lambda _: None)
+    return out / "test"
