@@ -57,11 +57,21 @@ Calls
     (state, action) items scored. The batched engine and the sequential reference make exactly
     the same calls.
 
-Adding a loop
-    A loop is a generator function ``loop(ctx, spec)`` that yields :class:`~.loops.Need` objects
-    (a batch of generate or verify requests) and returns an :class:`~.episode.EpisodeResult`;
-    register it in ``loops.LOOPS`` and write its plain sequential twin for ``reference.py``.
-    The engine batches any loop's needs across instances without knowing the loop.
+Adding a loop (e.g. AdaPlanner-style ``refine_resume``)
+    Write one module ``plansuite/planning/<name>.py`` holding (1) the coroutine
+    ``loop(ctx, spec)``: it yields :class:`~.loops.Need` batches built with
+    ``ctx.gen_request(state, key, ...)`` (any key tuple, e.g. ``(attempt, step, try)``, gets its
+    own seed; a per-request temperature allows heating up on retries) and
+    ``ctx.verify_request(step)``, decodes answers with ``episode.decode_step``, may consult
+    ``ctx.task`` directly for environment feedback (no Need: the simulator is not a model), and
+    returns an ``EpisodeResult`` whose ``plan`` is the list of steps it proposes (judged from s0 as
+    above); (2) its plain twin ``reference(ctx, spec, model)`` calling
+    ``model.generate``/``model.verify`` (:class:`~.reference.SequentialModel`). Register them as
+    ``loops.LOOPS[name] = LoopDef(loop, "optional")`` and ``reference.REFERENCE[name] = reference``
+    (import the module in this ``__init__`` so the registration always runs), add its settings
+    as fields of :class:`~.loops.PlannerSpec` and a ``conf/planner/<name>.yaml``. The engine,
+    journal, judging, VAL, metrics and ``plansuite-eval`` need no change; the ``plan_both``
+    helper of ``tests/test_planning_loops.py`` shows how to pin its semantics on both.
 """
 
 from plansuite.planning.episode import Attempt, End, EpisodeResult, InstanceContext, StepRecord

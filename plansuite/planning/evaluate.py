@@ -190,7 +190,10 @@ def merge(out_dir: Path, ids: Sequence[str], spec: PlannerSpec, config: dict | N
                  "".join(json.dumps(r, sort_keys=True) + "\n" for r in ordered))
     sessions = journal.sessions()
     engine_s = sum(s["engine_s"] for s in sessions)
+    run = json.loads((journal.dir / "run.json").read_text())
+    run.pop("instances", None)
     results = {"planner": spec.name, "loop": spec.loop, "k": spec.k, **summarize(ordered),
+               "run": run,  # what decided the outcomes: planner, seed, generator, verifier, ...
                "wall_s": round(sum(s["wall_s"] for s in sessions), 3),
                "engine_s": round(engine_s, 3),
                "attempts_per_s": round(sum(s["attempts"] for s in sessions) / engine_s, 2)
@@ -206,15 +209,19 @@ def write_results(out_dir: Path, results: dict) -> None:
     write_atomic(Path(out_dir) / "results.json", json.dumps(results, indent=2) + "\n")
 
 
-def table_row(name: str, results: dict) -> str:
-    """A Table-1-style line: GRR with CI, then every outcome count."""
-    o = results["outcomes"]
-    lo, hi = results["grr_ci"]
-    return (f"{name:<24} {results['grr']:.3f} [{lo:.3f}, {hi:.3f}]  "
-            + "  ".join(f"{o[x.value]:>4}" for x in Outcome)
-            + f"  {results['calls']['generator']:>8}")
+SHORT = {"success": "success", "bad_action": "bad_act", "bad_next_state": "bad_nxt",
+         "unparseable": "unparse", "goal_not_reached": "no_goal", "no_plan": "no_plan"}
 
 
 def table_header() -> str:
-    return (f"{'planner':<24} {'GRR [95% CI]':<21} "
-            + "  ".join(f"{x.value[:4]:>4}" for x in Outcome) + f"  {'gen-calls':>8}")
+    return (f"{'planner':<30} {'GRR [95% CI]':<21} "
+            + " ".join(f"{SHORT[x.value]:>7}" for x in Outcome) + f" {'gen_calls':>9}")
+
+
+def table_row(name: str, results: dict) -> str:
+    """A Table-1-style line: GRR with its CI, every outcome count, generator calls."""
+    o = results["outcomes"]
+    lo, hi = results["grr_ci"]
+    return (f"{name:<30} {results['grr']:.3f} [{lo:.3f}, {hi:.3f}] "
+            + " ".join(f"{o[x.value]:>7}" for x in Outcome)
+            + f" {results['calls']['generator']:>9}")

@@ -36,40 +36,47 @@ from plansuite.planning.loops import PlannerSpec, give_up
 from plansuite.planning.protocols import Generator, Verifier, propose_batch, score_batch
 
 
-def plan_instance(ctx: InstanceContext, spec: PlannerSpec, generator: Generator,
-                  verifier: Verifier | None) -> EpisodeResult:
-    """The reference for the ``sample``, ``stepwise`` and ``posthoc`` loops."""
-    if spec.loop not in REFERENCE_LOOPS:
-        raise NotImplementedError(f"no sequential reference for loop '{spec.loop}'")
-    calls = {"generator": 0, "verifier": 0, "tokens": 0}
+class SequentialModel:
+    """The generator and verifier called one request at a time, with the calls counted."""
 
-    def generate(state: tuple[str, ...], key: tuple[int, ...]) -> StepRecord:
-        request = ctx.gen_request(state, key, spec.temperature, spec.top_p, spec.max_new_tokens)
-        [proposal] = propose_batch(generator, [request])
-        calls["generator"] += 1
-        calls["tokens"] += proposal.n_tokens
+    def __init__(self, ctx: InstanceContext, spec: PlannerSpec, generator: Generator,
+                 verifier: Verifier | None):
+        self.ctx, self.spec, self.generator, self.verifier = ctx, spec, generator, verifier
+        self.generator_calls = self.verifier_calls = self.tokens = 0
+
+    def generate(self, state: tuple[str, ...], key: tuple[int, ...],
+                 temperature: float | None = None) -> StepRecord:
+        spec = self.spec
+        request = self.ctx.gen_request(state, key, spec.temperature if temperature is None
+                                       else temperature, spec.top_p, spec.max_new_tokens)
+        [proposal] = propose_batch(self.generator, [request])
+        self.generator_calls += 1
+        self.tokens += proposal.n_tokens
         return decode_step(key, state, proposal.text, proposal.n_tokens)
 
-    def verify(steps: list[StepRecord]) -> bool:
-        scores = score_batch(verifier, [ctx.verify_request(s) for s in steps])
-        calls["verifier"] += len(steps)
+    def verify(self, steps: list[StepRecord]) -> bool:
+        """Score the steps (recording each score); True iff all are accepted."""
+        scores = score_batch(self.verifier, [self.ctx.verify_request(s) for s in steps])
+        self.verifier_calls += len(steps)
         for step, (value, accepted) in zip(steps, scores, strict=True):
             step.score, step.accepted = value, accepted
         return all(s.accepted for s in steps)
 
+
+def restart_reference(ctx: InstanceContext, spec: PlannerSpec, model: SequentialModel) -> EpisodeResult:
+    """The ``sample``, ``stepwise`` and ``posthoc`` loops, as in the listing above."""
     attempts: list[Attempt] = []
-    result = None
     for a in range(spec.k):
         state, plan, end = ctx.init, [], None
         while end is None:
             if ctx.reached(state):
                 end = End.GOAL
                 break
-            step = generate(state, (a, len(plan)))
+            step = model.generate(state, (a, len(plan)))
             plan.append(step)
             if not step.parsed:
                 end = End.UNPARSEABLE
-            elif spec.loop == "stepwise" and not verify([step]):
+            elif spec.loop == "stepwise" and not model.verify([step]):
                 end = End.REJECTED
             else:
                 state = step.next_state
@@ -77,18 +84,29 @@ def plan_instance(ctx: InstanceContext, spec: PlannerSpec, generator: Generator,
                     end = End.GOAL if ctx.reached(state) else End.MAX_STEPS
         attempts.append(Attempt(a, plan, end))
         if end is End.GOAL:
-            if spec.loop == "posthoc" and not verify(plan):
+            if spec.loop == "posthoc" and not model.verify(plan):
                 attempts[-1].end = End.REJECTED
                 continue
-            result = EpisodeResult(attempts, plan, a)
-            break
-    result = result or give_up(attempts, spec)
-    result.generator_calls, result.verifier_calls = calls["generator"], calls["verifier"]
-    result.tokens = calls["tokens"]
+            return EpisodeResult(attempts, plan, a)
+    return give_up(attempts, spec)
+
+
+# loop name -> its sequential reference (a new loop adds its own entry here)
+REFERENCE: dict[str, Callable[[InstanceContext, PlannerSpec, SequentialModel], EpisodeResult]] = {
+    "sample": restart_reference, "stepwise": restart_reference, "posthoc": restart_reference,
+}
+
+
+def plan_instance(ctx: InstanceContext, spec: PlannerSpec, generator: Generator,
+                  verifier: Verifier | None) -> EpisodeResult:
+    """Plan one instance with the reference implementation of ``spec.loop``."""
+    if spec.loop not in REFERENCE:
+        raise NotImplementedError(f"no sequential reference for loop '{spec.loop}'")
+    model = SequentialModel(ctx, spec, generator, verifier)
+    result = REFERENCE[spec.loop](ctx, spec, model)
+    result.generator_calls, result.verifier_calls = model.generator_calls, model.verifier_calls
+    result.tokens = model.tokens
     return result
-
-
-REFERENCE_LOOPS = ("sample", "stepwise", "posthoc")
 
 
 def run_sequential(contexts: Iterable[InstanceContext], spec: PlannerSpec, generator: Generator,
