@@ -4,7 +4,10 @@ Output (``out_dir``)::
 
     results.json     GRR/BTR with 95 % CIs, every outcome's count, calls/tokens, attempts, VAL
                      agreement, plan quality vs Fast Downward, wall time, resolved config
-    instances.jsonl  one line per instance (id, problem, outcome, plan, attempts, calls, ...)
+    instances.jsonl  one line per instance: id, problem (its PDDL file), outcome, first_bad_step,
+                     plan, plan_length, optimal_length, attempts, attempt_ends, calls, sim_valid,
+                     val_valid/val_message, shard, elapsed_s (first request to last; instances
+                     overlap in the batched engine)
     plans/<id>.plan  every proposed plan in IPC format
     journal/         per-shard journals, run.json, sessions.jsonl (resume and merge state)
 
