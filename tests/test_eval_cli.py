@@ -17,7 +17,6 @@ from plansuite.domains import builtin_path, load_builtin
 from plansuite.pddl.parse import load_problem
 from plansuite.pddl.plans import read_plan
 from plansuite.pddl.simulator import GroundTask
-from plansuite.planning.outcomes import plan_is_valid
 from plansuite.planning.scripted import write_toy_instances
 
 REPO = Path(__file__).resolve().parents[1]
@@ -59,7 +58,7 @@ def test_random_restart_writes_results_instances_plans(instances, tmp_path):
     for r in successes:  # plans on disk are the journaled ones, and really solve the problem
         plan = read_plan(out / "plans" / f"{r['id']}.plan")
         assert plan == r["plan"] and r["val_valid"] is True
-        assert plan_is_valid(GroundTask(domain, load_problem(r["problem"], domain)), plan)
+        assert GroundTask(domain, load_problem(r["problem"], domain)).check_plan(plan).valid
         assert r["optimal_length"] <= r["plan_length"]
     assert results["val"]["checked"] == len(successes) and results["val"]["agreement"] == 1.0
     assert results["plan_quality"]["n"] == len(successes) and results["plan_quality"]["mean_ratio"] >= 1

@@ -18,7 +18,7 @@ from plansuite.planning.baselines import OracleVerifier, RandomApplicableGenerat
 from plansuite.planning.engine import run_batched
 from plansuite.planning.episode import InstanceContext
 from plansuite.planning.loops import PlannerSpec, check_verifier
-from plansuite.planning.outcomes import judge_plan, plan_is_valid
+from plansuite.planning.outcomes import judge_plan
 from plansuite.planning.reference import plan_instance
 from plansuite.planning.scripted import ScriptedGenerator, ScriptedVerifier
 
@@ -170,7 +170,7 @@ def test_random_restart_finds_valid_plans_reproducibly():
     again = plan_instance(ctx, spec, RandomApplicableGenerator(), None)
     assert first == again
     assert judge_plan(ctx.task, first.plan)[0].value == "success"
-    assert plan_is_valid(ctx.task, [s.parsed.action for s in first.plan])
+    assert ctx.task.check_plan([s.parsed.action for s in first.plan]).valid
     other = plan_instance(replace(ctx, seed=1), spec, RandomApplicableGenerator(), None)
     assert [s.text for s in other.plan] != [s.text for s in first.plan] or other.attempts != first.attempts
 

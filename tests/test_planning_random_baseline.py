@@ -16,30 +16,14 @@ from plansuite.planning.baselines import RandomApplicableGenerator
 from plansuite.planning.evaluate import EvalSettings, evaluate
 from plansuite.planning.loops import PlannerSpec
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def _paper_dir() -> Path:
-    """``../shared`` next to the repository (in a git worktree: next to the main checkout)."""
-    roots = [REPO.parent]
-    git = REPO / ".git"
-    if git.is_file() and git.read_text().startswith("gitdir:"):  # <main>/.git/worktrees/<name>
-        roots.append(Path(git.read_text().split(":", 1)[1].strip()).parents[2].parent)
-    dirs = [r / "shared" / "benchmarks" / "paper-blocksworld-test" for r in roots]
-    return next((d for d in dirs if d.is_dir()), dirs[0])
-
-
-PAPER = _paper_dir()
 PAPER_SUCCESSES = {1: 32, 8: 77, 16: 92, 25: 94}
 
-pytestmark = pytest.mark.skipif(not PAPER.is_dir(), reason="../shared benchmarks not present")
 
-
-def random_restart(k: int, out: Path) -> dict:
+def random_restart(folder: Path, k: int, out: Path) -> dict:
     domain = load_builtin("blocksworld")
     spec = PlannerSpec(name="random_restart", loop="sample", k=k, max_steps=40,
                        propose_on_failure="none")
-    return evaluate(load_instances(PAPER, domain), domain, builtin_path("blocksworld"),
+    return evaluate(load_instances(folder, domain), domain, builtin_path("blocksworld"),
                     RandomApplicableGenerator(), None, EvalSettings(spec, val=k == 1), out,
                     log=lambda _: None)
 
@@ -47,8 +31,8 @@ def random_restart(k: int, out: Path) -> dict:
 @pytest.mark.parametrize("k", [1, pytest.param(8, marks=pytest.mark.slow),
                                pytest.param(16, marks=pytest.mark.slow),
                                pytest.param(25, marks=pytest.mark.slow)])
-def test_random_restart_matches_the_paper(k, tmp_path):
-    results = random_restart(k, tmp_path)
+def test_random_restart_matches_the_paper(k, paper_test_dir, tmp_path):
+    results = random_restart(paper_test_dir, k, tmp_path)
     lo, hi = results["grr_ci"]
     assert lo <= PAPER_SUCCESSES[k] / 200 <= hi, (results["grr"], results["grr_ci"])
     assert results["btr"] == 0 and results["n_instances"] == 200

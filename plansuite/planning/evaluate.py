@@ -38,7 +38,7 @@ from plansuite.planning.journal import Journal, write_atomic
 from plansuite.planning.loops import PlannerSpec, check_verifier
 from plansuite.planning.metrics import summarize
 from plansuite.planning.optimal import OptimalLengths
-from plansuite.planning.outcomes import Outcome, judge_plan, plan_actions, plan_is_valid
+from plansuite.planning.outcomes import Outcome, judge_plan, plan_actions
 from plansuite.planning.protocols import Generator, Verifier
 from plansuite.planning.reference import run_sequential
 
@@ -80,7 +80,7 @@ def instance_record(ctx: InstanceContext, result: EpisodeResult, problem: Path,
         "attempt_ends": [a.end.value for a in result.attempts],
         "calls": {"generator": result.generator_calls, "verifier": result.verifier_calls,
                   "tokens": result.tokens},
-        "sim_valid": None if actions is None else plan_is_valid(ctx.task, actions),
+        "sim_valid": None if actions is None else ctx.task.check_plan(actions).valid,
         "val_valid": None, "val_message": None,
     }
     if traces:

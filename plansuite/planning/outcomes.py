@@ -7,7 +7,7 @@ from enum import Enum
 
 from plansuite.pddl.codec import Step
 from plansuite.pddl.judge import StepVerdict, judge_step
-from plansuite.pddl.simulator import GroundTask, Inapplicable
+from plansuite.pddl.simulator import GroundTask
 from plansuite.planning.episode import StepRecord
 
 
@@ -64,12 +64,3 @@ def plan_actions(plan: Sequence[StepRecord]) -> list[str]:
     """The decoded actions of a plan, in order (an undecodable step contributes none)."""
     return [s.parsed.action for s in plan if isinstance(s.parsed, Step)]
 
-
-def plan_is_valid(task: GroundTask, actions: Sequence[str]) -> bool:
-    """VAL's notion of validity, from the simulator: every action applicable, goal reached."""
-    state = task.init
-    for action in actions:
-        state = task.step(state, action)
-        if isinstance(state, Inapplicable):
-            return False
-    return task.is_goal(state)
