@@ -7,7 +7,7 @@ the batched engine plans ``PLANSUITE_BENCH_INSTANCES_N``; rates are compared, an
 rates on the shared instances are reported next to each other.
 
 Model: the export at ``PLANSUITE_BENCH_GENERATOR`` (device ``PLANSUITE_BENCH_DEVICE``, default
-auto). Without one, a randomly initialised 2-layer GPT-2 with a character tokenizer stands in
+auto). Without one, a randomly initialised 2-layer GPT-2 over the format's words stands in
 *for timing only*: its generations are garbage, so every attempt ends after one step, and the
 number measures the engine and batched generation, not planning. Instances:
 ``PLANSUITE_BENCH_INSTANCES`` (a folder), else the paper's 200 when ``../shared`` has them,
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import time
 from collections import Counter
@@ -43,28 +44,38 @@ from plansuite.planning.reference import run_sequential
 REPO = Path(__file__).resolve().parents[2]
 
 
-class RandomCharPolicy:
-    """A random-weight GPT-2 over characters with GeneratorPolicy's ``generate`` signature."""
+class RandomWordPolicy:
+    """A random-weight GPT-2 over the format's words, with GeneratorPolicy's ``generate``.
 
-    ALPHABET = "\n ()-:ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+    Words (markers, predicates, actions, block names, parentheses, newlines) give prompts
+    about as many tokens as GPT-2's BPE does, so the cost per step is realistic.
+    """
+
+    WORDS = ["\n", "(", ")", "GOAL:", "STATE:", "ACTION:", "NEXT", "END", "on", "on-table",
+             "clear", "holding", "arm-empty", "pickup", "putdown", "stack", "unstack",
+             *(f"b{i}" for i in range(1, 21))]
 
     def __init__(self, device: str = "cpu", max_new_tokens: int = 48):
         import torch
         from transformers import GPT2Config, GPT2LMHeadModel
 
         self.torch, self.device, self.max_new_tokens = torch, device, max_new_tokens
-        self.pad = len(self.ALPHABET)
+        self.pad = len(self.WORDS)
         torch.manual_seed(0)
         config = GPT2Config(vocab_size=self.pad + 1, n_positions=1024, n_embd=128, n_layer=2,
                             n_head=4, bos_token_id=self.pad, eos_token_id=self.pad)
         self.model = GPT2LMHeadModel(config).to(device).eval()
-        self.index = {c: i for i, c in enumerate(self.ALPHABET)}
+        self.index = {w: i for i, w in enumerate(self.WORDS)}
+
+    def _encode(self, text: str) -> list[int]:
+        words = re.findall(r"\n|\(|\)|[^\s()]+", text)
+        return [self.index.get(w, 0) for w in words]
 
     def generate(self, prompts, temperature=1.0, top_p=0.99, max_new_tokens=None, seed=None):
         torch = self.torch
         if seed is not None:
             torch.manual_seed(seed % 2**63)
-        ids = [[self.index.get(c, 0) for c in p] for p in prompts]
+        ids = [self._encode(p) for p in prompts]
         width = max(map(len, ids))
         batch = torch.tensor([[self.pad] * (width - len(x)) + x for x in ids], device=self.device)
         mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in ids], device=self.device)
@@ -73,7 +84,7 @@ class RandomCharPolicy:
             out = self.model.generate(batch, attention_mask=mask, do_sample=True, top_k=0,
                                       top_p=top_p, temperature=temperature, max_new_tokens=n,
                                       min_new_tokens=n, pad_token_id=self.pad)
-        texts = ["".join(self.ALPHABET[i] for i in row[width:].tolist() if i < self.pad)
+        texts = [" ".join(self.WORDS[i] for i in row[width:].tolist() if i < self.pad)
                  for row in out]
         return [_Generated(t, n) for t in texts]
 
@@ -111,6 +122,16 @@ def _timed(run, contexts) -> dict:
             "_by_id": {i: judge_plan(c.task, r.plan)[0].value for i, (c, r) in results.items()}}
 
 
+def _combine(a: dict, b: dict) -> dict:
+    out = {key: a[key] + b[key] for key in ("instances", "attempts", "generator_calls")}
+    seconds = a["seconds"] + b["seconds"]
+    out.update(seconds=round(seconds, 3), attempts_per_s=round(out["attempts"] / seconds, 3),
+               steps_per_s=round(out["generator_calls"] / seconds, 3),
+               outcomes=dict(Counter(a["outcomes"]) + Counter(b["outcomes"])),
+               _by_id={**a["_by_id"], **b["_by_id"]})
+    return out
+
+
 def main() -> dict:
     domain = load_builtin("blocksworld")
     instances, source = _instances(domain)
@@ -122,7 +143,7 @@ def main() -> dict:
     if export:
         generator, model = load_generator(export, device), export
     else:
-        generator, model = ModelGenerator(RandomCharPolicy(device)), "random-init GPT-2 (timing only)"
+        generator, model = ModelGenerator(RandomWordPolicy(device)), "random-init GPT-2 (timing only)"
     verifier_spec = os.environ.get("PLANSUITE_BENCH_VERIFIER")
     verifier = load_verifier(verifier_spec, device) if verifier_spec else None
     spec = PlannerSpec(name="bench", loop="stepwise" if verifier else "sample", k=25, max_steps=40,
@@ -133,11 +154,18 @@ def main() -> dict:
 
     print(f"[bench engine] {model} on {device}; batched: {n_batched} instances, sequential: "
           f"{n_seq}; k={spec.k}, loop={spec.loop}", flush=True)
+    # The sequential share runs half before and half after the batched run, so that a change
+    # of load on a shared machine hits both sides alike.
+    seq_contexts = contexts(n_seq)
+    half = len(seq_contexts) // 2
+    seq_before = _timed(lambda cs, done: run_sequential(cs, spec, generator, verifier, done),
+                        seq_contexts[:half])
     batched = _timed(lambda cs, done: run_batched(cs, spec, generator, verifier, done, batch_size),
                      contexts(n_batched))
     print(f"[bench engine] batched: {batched['attempts_per_s']} attempts/s", flush=True)
-    sequential = _timed(lambda cs, done: run_sequential(cs, spec, generator, verifier, done),
-                        contexts(n_seq))
+    seq_after = _timed(lambda cs, done: run_sequential(cs, spec, generator, verifier, done),
+                       seq_contexts[half:])
+    sequential = _combine(seq_before, seq_after)
     print(f"[bench engine] sequential: {sequential['attempts_per_s']} attempts/s", flush=True)
     speedup = round(batched["attempts_per_s"] / sequential["attempts_per_s"], 2)
     shared = sorted(set(batched["_by_id"]) & set(sequential["_by_id"]))
