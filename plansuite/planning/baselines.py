@@ -33,7 +33,7 @@ class RandomApplicableGenerator:
     restarts after L_max steps or at a dead end (no applicable action: an empty completion).
     On the paper's 200 instances with L_max = 40 it solves 24.8 / 79.0 / 93.8 / 103.6 at
     k = 1 / 8 / 16 / 25 (mean of seeds 0-4); the paper's code reported 32 / 77 / 92 / 94, each
-    inside the Wilson 95 % interval of a single run (tests/test_planning_random_baseline.py).
+    inside the Wilson 95 % interval of the seed-0 run (tests/test_planning_random_baseline.py).
     """
 
     def propose(self, requests: Sequence[GenRequest]) -> list[Proposal]:
