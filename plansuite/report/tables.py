@@ -1,0 +1,60 @@
+"""Markdown/HTML tables over result rows: Table 1 (planners), Table 2 (V_base vs V_generator)."""
+
+from __future__ import annotations
+
+from plansuite.report.collect import Row
+
+OUTCOMES = ("success", "bad_action", "bad_next_state", "unparseable", "goal_not_reached", "no_plan")
+
+
+def fmt_ci(value: float, ci: tuple[float, float]) -> str:
+    """``0.655 [0.587, 0.718]``.
+
+    >>> fmt_ci(0.655, (0.5868, 0.7178))
+    '0.655 [0.587, 0.718]'
+    """
+    return f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def markdown(headers: list[str], rows: list[list[str]]) -> str:
+    """A GitHub-style markdown table.
+
+    >>> print(markdown(["a", "b"], [["1", "2"]]))
+    | a | b |
+    |---|---|
+    | 1 | 2 |
+    """
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def table1(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
+    """Every run: GRR and BTR with 95 % CIs, outcome counts, calls."""
+    headers = ["run", "planner", "verifier", "k", "τ", "N", "GRR [95% CI]", "BTR [95% CI]",
+               *OUTCOMES, "gen calls", "verifier calls", "calls/success"]
+    body = []
+    for r in rows:
+        cps = r.calls_per_success
+        body.append([r.label, r.planner, r.verifier_init, str(r.k), f"{r.temperature:g}", str(r.n),
+                     fmt_ci(r.grr, r.grr_ci), fmt_ci(r.btr, r.btr_ci),
+                     *(str(r.outcomes.get(o, 0)) for o in OUTCOMES),
+                     str(r.calls.get("generator", 0)), str(r.calls.get("verifier", 0)),
+                     f"{cps:.1f}" if cps is not None else "–"])
+    return headers, body
+
+
+def table2(rows: list[Row]) -> tuple[list[str], list[list[str]]] | None:
+    """V_base vs V_generator side by side for each (planner, k, τ) that has both."""
+    learned = [r for r in rows if r.verifier_init in ("base", "generator")]
+    keys = sorted({(r.planner, r.k, r.temperature) for r in learned})
+    body = []
+    for planner, k, tau in keys:
+        pair = {r.verifier_init: r for r in learned if (r.planner, r.k, r.temperature) == (planner, k, tau)}
+        if {"base", "generator"} <= set(pair):
+            b, g = pair["base"], pair["generator"]
+            body.append([planner, str(k), f"{tau:g}", fmt_ci(b.grr, b.grr_ci), fmt_ci(g.grr, g.grr_ci),
+                         fmt_ci(b.btr, b.btr_ci), fmt_ci(g.btr, g.btr_ci)])
+    if not body:
+        return None
+    return ["planner", "k", "τ", "GRR V_base", "GRR V_generator", "BTR V_base", "BTR V_generator"], body
