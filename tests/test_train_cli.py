@@ -9,7 +9,13 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import AutoModelForCausalLM, AutoTokenizer, GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast
+from transformers import (
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    GPT2Config,
+    GPT2LMHeadModel,
+    GPT2TokenizerFast,
+)
 
 from plansuite.cli import CONF_DIR
 from plansuite.cli.train import build, run

@@ -56,6 +56,15 @@ def resolve_resume(ckpt_path: str | None, out_dir: Path) -> str | None:
     return ckpt_path
 
 
+def _checkpoint_step(path: str) -> int:
+    import torch
+
+    try:
+        return int(torch.load(path, map_location="cpu", weights_only=False, mmap=True)["global_step"])
+    except Exception as exc:  # a truncated or foreign file: say which, in one line
+        raise ConfigError(f"{path}: unreadable checkpoint ({type(exc).__name__})") from exc
+
+
 def make_tokenizer(backbone, domain, data_dir):
     from plansuite.models.backbone import missing_backbone
     from plansuite.models.data import dataset_objects
@@ -185,6 +194,7 @@ def run(cfg: DictConfig) -> dict:
     manifest = load_manifest(data_dir)
     domain = load_domain(data_dir / "domain.pddl")
     ckpt_path = resolve_resume(cfg.get("ckpt_path"), out_dir)
+    resumed_from = _checkpoint_step(ckpt_path) if ckpt_path else None
     if cfg.trainer.get("accelerator") == "cpu":  # one BLAS pool per process, not one per core each
         devices = cfg.trainer.get("devices", 1)
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // (devices if isinstance(devices, int) and devices > 0 else 1)))
@@ -232,6 +242,7 @@ def run(cfg: DictConfig) -> dict:
                "train_tokens": throughput.tokens * trainer.world_size,
                "tokens_per_s": round(throughput.tokens_per_s * trainer.world_size, 1),
                "global_step": trainer.global_step, "epochs": trainer.current_epoch,
+               "resumed_from_step": resumed_from,
                "metrics": flat}
     if m.kind == "verifier":
         results["train_examples"] = dm.train_counts
