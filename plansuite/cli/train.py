@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -182,7 +183,7 @@ def run(cfg: DictConfig) -> dict:
     from lightning.pytorch.callbacks import ModelCheckpoint
 
     from plansuite.data.load import load_manifest
-    from plansuite.models.callbacks import TokensPerSecond
+    from plansuite.models.callbacks import ProgressLines, TokensPerSecond
     from plansuite.models.export import save_export
     from plansuite.models.tokenizer import tokenizer_kind
     from plansuite.pddl.parse import load_domain
@@ -217,7 +218,11 @@ def run(cfg: DictConfig) -> dict:
             "recipe": m.get("recipe") if m.kind == "verifier" else None}
     name = m.kind if m.kind == "generator" else f"verifier-{m.init}-{m.recipe}"
     logger = make_logger(cfg, tags, f"{domain.name}-{m.kind}", name)
-    trainer = instantiate(cfg.trainer, callbacks=[last_cb, best_cb, throughput], logger=logger)
+    callbacks = [last_cb, best_cb, throughput]
+    bar = bool(cfg.trainer.get("enable_progress_bar", True)) and sys.stdout.isatty()
+    if not bar:  # a log file: plain lines instead of a redrawn bar
+        callbacks.append(ProgressLines(cfg.get("progress_every_n_steps", 100)))
+    trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=logger, enable_progress_bar=bar)
 
     start = time.perf_counter()
     trainer.fit(module, datamodule=dm, ckpt_path=ckpt_path)

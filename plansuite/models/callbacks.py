@@ -39,3 +39,28 @@ class TokensPerSecond(L.Callback):
     @property
     def tokens_per_s(self) -> float:
         return self.tokens / self.seconds if self.seconds else 0.0
+
+
+class ProgressLines(L.Callback):
+    """Plain progress lines for logs (when stdout is not a terminal): every ``every_n_steps``
+    training steps and after every validation, on the main process only."""
+
+    def __init__(self, every_n_steps: int = 100):
+        self.every_n_steps = every_n_steps
+
+    @staticmethod
+    def _fmt(metrics: dict, prefix: str) -> str:
+        return " ".join(f"{k}={float(v):.4g}" for k, v in sorted(metrics.items())
+                        if k.startswith(prefix) and not k.endswith(("/n", "/n_invalid")))
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if trainer.is_global_zero and trainer.global_step % self.every_n_steps == 0:
+            print(f"[train] epoch {trainer.current_epoch + 1}/{trainer.max_epochs} step "
+                  f"{trainer.global_step}/{trainer.estimated_stepping_batches} "
+                  f"{self._fmt(trainer.callback_metrics, 'train/')}", flush=True)
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        if trainer.is_global_zero and not trainer.sanity_checking:
+            what = "final validation" if trainer.state.fn == "validate" else "validation"
+            print(f"[train] {what} at step {trainer.global_step}: "
+                  f"{self._fmt(trainer.callback_metrics, 'val/')}", flush=True)
