@@ -84,7 +84,7 @@ def test_calibration_and_report_match_brute_force():
             assert t == 0.5
             continue
 
-        def balanced(th):
+        def balanced(th, probs=probs, truth=truth):
             acc = probs >= th
             return ((acc & (truth == 1)).sum() / (truth == 1).sum()
                     + (~acc & (truth == 0)).sum() / (truth == 0).sum()) / 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -45,7 +46,7 @@ def test_ddp_on_two_cpu_processes(data_dir, tmp_path):
     n_train = sum(len(json.loads(x)["actions"]) for x in
                   (data_dir / "train" / "trajectories.jsonl").read_text().splitlines())
     # two ranks split each epoch: half the steps of one process, same batch size
-    assert results["global_step"] == -(-(-(-n_train // 2)) // 8)
+    assert results["global_step"] == math.ceil(math.ceil(n_train / 2) / 8)
     assert (tmp_path / "export" / "plansuite.json").is_file()
     assert "val/next_state_exact" in results["metrics"]
 
@@ -63,8 +64,8 @@ def test_resume_after_sigkill_mid_epoch(data_dir, tmp_path):
     proc.wait()
     assert last.is_file(), "no checkpoint before the kill"
     killed_at = torch.load(last, map_location="cpu", weights_only=False)["global_step"]
-    steps_per_epoch = -(-sum(len(json.loads(x)["actions"]) for x in
-                             (data_dir / "train" / "trajectories.jsonl").read_text().splitlines()) // 8)
+    steps_per_epoch = math.ceil(sum(len(json.loads(x)["actions"]) for x in
+                                    (data_dir / "train" / "trajectories.jsonl").read_text().splitlines()) / 8)
     assert 0 < killed_at < steps_per_epoch  # really mid-epoch
     assert not (tmp_path / "results.json").exists()
     # the same command without ckpt_path refuses to overwrite; with ckpt_path=last it resumes

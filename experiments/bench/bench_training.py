@@ -32,7 +32,12 @@ from plansuite.domains import domain_file, load_builtin
 from plansuite.domains.blocksworld import BlocksworldStates
 from plansuite.models.backbone import BackboneConfig, tiny_model
 from plansuite.models.callbacks import TokensPerSecond
-from plansuite.models.data import GeneratorDataModule, VerifierDataModule, dataset_objects, val_set_names
+from plansuite.models.data import (
+    GeneratorDataModule,
+    VerifierDataModule,
+    dataset_objects,
+    val_set_names,
+)
 from plansuite.models.generator import GeneratorModule
 from plansuite.models.inference import GeneratorPolicy
 from plansuite.models.optim import OptimConfig, adamw_with_warmup

@@ -175,15 +175,51 @@ def build(cfg: DictConfig, domain, data_dir: Path, out_dir: Path, resolved: dict
     return module, dm, tokenizer, meta
 
 
-@friendly_errors
-def run(cfg: DictConfig) -> dict:
-    import lightning as L
+def set_cpu_threads(trainer_cfg) -> None:
+    """One BLAS pool per process, sized so that DDP ranks on one CPU do not oversubscribe it."""
     import torch
+
+    if trainer_cfg.get("accelerator") == "cpu":
+        devices = trainer_cfg.get("devices", 1)
+        processes = devices if isinstance(devices, int) and devices > 0 else 1
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // processes))
+
+
+def make_trainer(cfg: DictConfig, domain_name: str, dataset: str | None, out_dir: Path):
+    """(Trainer, best-checkpoint callback, throughput callback) with the run's logger."""
     from hydra.utils import instantiate
     from lightning.pytorch.callbacks import ModelCheckpoint
 
-    from plansuite.data.load import load_manifest
     from plansuite.models.callbacks import ProgressLines, TokensPerSecond
+
+    m = cfg.model
+    ckpt_dir = out_dir / "checkpoints"
+    last_cb = ModelCheckpoint(dirpath=ckpt_dir, save_top_k=0, save_last=True,
+                              every_n_train_steps=cfg.checkpoint_every_n_steps,
+                              enable_version_counter=False)
+    best_cb = ModelCheckpoint(dirpath=ckpt_dir, filename="best", monitor=m.monitor.metric,
+                              mode=m.monitor.mode, save_top_k=1, enable_version_counter=False,
+                              auto_insert_metric_name=False)
+    throughput = TokensPerSecond()
+    verifier = m.kind == "verifier"
+    tags = {"domain": domain_name, "dataset": dataset, "model": m.kind,
+            "backbone": "generator" if verifier and m.init == "generator" else m.backbone.name,
+            "init": m.init if verifier else None, "recipe": m.recipe if verifier else None}
+    name = f"verifier-{m.init}-{m.recipe}" if verifier else m.kind
+    logger = make_logger(cfg, tags, f"{domain_name}-{m.kind}", name)
+    callbacks = [last_cb, best_cb, throughput]
+    bar = bool(cfg.trainer.get("enable_progress_bar", True)) and sys.stdout.isatty()
+    if not bar:  # a log file: plain lines instead of a redrawn bar
+        callbacks.append(ProgressLines(cfg.get("progress_every_n_steps", 100)))
+    trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=logger, enable_progress_bar=bar)
+    return trainer, best_cb, throughput
+
+
+@friendly_errors
+def run(cfg: DictConfig) -> dict:
+    import lightning as L
+
+    from plansuite.data.load import load_manifest
     from plansuite.models.export import save_export
     from plansuite.models.tokenizer import tokenizer_kind
     from plansuite.pddl.parse import load_domain
@@ -196,33 +232,11 @@ def run(cfg: DictConfig) -> dict:
     domain = load_domain(data_dir / "domain.pddl")
     ckpt_path = resolve_resume(cfg.get("ckpt_path"), out_dir)
     resumed_from = _checkpoint_step(ckpt_path) if ckpt_path else None
-    if cfg.trainer.get("accelerator") == "cpu":  # one BLAS pool per process, not one per core each
-        devices = cfg.trainer.get("devices", 1)
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // (devices if isinstance(devices, int) and devices > 0 else 1)))
+    set_cpu_threads(cfg.trainer)
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     resolved = OmegaConf.to_container(cfg, resolve=True)
     module, dm, tokenizer, meta = build(cfg, domain, data_dir, out_dir, resolved)
-    m = cfg.model
-
-    ckpt_dir = out_dir / "checkpoints"
-    last_cb = ModelCheckpoint(dirpath=ckpt_dir, save_top_k=0, save_last=True,
-                              every_n_train_steps=cfg.checkpoint_every_n_steps,
-                              enable_version_counter=False)
-    best_cb = ModelCheckpoint(dirpath=ckpt_dir, filename="best", monitor=m.monitor.metric,
-                              mode=m.monitor.mode, save_top_k=1, enable_version_counter=False,
-                              auto_insert_metric_name=False)
-    throughput = TokensPerSecond()
-    tags = {"domain": domain.name, "dataset": manifest.get("dataset"), "model": m.kind,
-            "backbone": m.backbone.name if m.get("init") != "generator" else "generator",
-            "init": m.get("init") if m.kind == "verifier" else None,
-            "recipe": m.get("recipe") if m.kind == "verifier" else None}
-    name = m.kind if m.kind == "generator" else f"verifier-{m.init}-{m.recipe}"
-    logger = make_logger(cfg, tags, f"{domain.name}-{m.kind}", name)
-    callbacks = [last_cb, best_cb, throughput]
-    bar = bool(cfg.trainer.get("enable_progress_bar", True)) and sys.stdout.isatty()
-    if not bar:  # a log file: plain lines instead of a redrawn bar
-        callbacks.append(ProgressLines(cfg.get("progress_every_n_steps", 100)))
-    trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=logger, enable_progress_bar=bar)
+    trainer, best_cb, throughput = make_trainer(cfg, domain.name, manifest.get("dataset"), out_dir)
 
     start = time.perf_counter()
     trainer.fit(module, datamodule=dm, ckpt_path=ckpt_path)
@@ -230,29 +244,27 @@ def run(cfg: DictConfig) -> dict:
     if trainer.interrupted:
         raise PlansuiteError(f"training interrupted; resume with: ckpt_path=last out_dir={out_dir}")
     if not trainer.fast_dev_run:
-        trainer.save_checkpoint(ckpt_dir / "last.ckpt")  # the finished state, for a clean resume
+        trainer.save_checkpoint(out_dir / "checkpoints" / "last.ckpt")  # the finished state
     best = best_cb.best_model_path or None
-    metrics = trainer.validate(module, datamodule=dm, ckpt_path=best, verbose=False)
+    metrics = trainer.validate(module, datamodule=dm, ckpt_path=best, verbose=False)  # best weights
     if not trainer.is_global_zero:
         return {}
     flat = {k: round(float(v), 6) for d in metrics for k, v in d.items()}
-    if m.kind == "verifier":
+    if cfg.model.kind == "verifier":
         meta["threshold"] = float(module.threshold)
         flat = {"threshold": meta["threshold"], **{f"{s}/{k}": v for s, r in module.reports.items()
                                                     for k, v in r.items()}}
     meta.update(domain=domain.name, tokenizer=tokenizer_kind(tokenizer), metrics=flat,
                 config=resolved, best_checkpoint=best)
     export = save_export(out_dir / "export", module.model, tokenizer, meta, data_dir / "domain.pddl")
-    results = {"kind": m.kind, "export": str(export), "fit_wall_s": round(fit_s, 2),
+    results = {"kind": cfg.model.kind, "export": str(export), "fit_wall_s": round(fit_s, 2),
                "train_tokens": throughput.tokens * trainer.world_size,
                "tokens_per_s": round(throughput.tokens_per_s * trainer.world_size, 1),
                "global_step": trainer.global_step, "epochs": trainer.current_epoch,
-               "resumed_from_step": resumed_from,
-               "metrics": flat}
-    if m.kind == "verifier":
-        results["train_examples"] = dm.train_counts
+               "resumed_from_step": resumed_from, "metrics": flat,
+               "train_examples": getattr(dm, "train_counts", None)}
     (out_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-    print(f"[train] {m.kind}: {trainer.global_step} steps in {fit_s:.1f}s, "
+    print(f"[train] {cfg.model.kind}: {trainer.global_step} steps in {fit_s:.1f}s, "
           f"{results['tokens_per_s']:.0f} tokens/s; export: {export}", flush=True)
     print("[train] " + json.dumps(flat), flush=True)
     return results
