@@ -150,6 +150,9 @@ def test_pretrained_backbone_from_a_saved_directory(data_dir, tmp_path):
     (["model=verifier", "model.recipe=onpolicy"], "model.recipe=onpolicy samples a trained generator"),
     (["model=verifier", "model.generator_dir=/no/such/export"], "export directory not found"),
     (["model.backbone.n_head=5"], "not divisible by n_head=5"),
+    (["model=verifier", "model.input_kind=state_action_next"], "needs model.recipe=onpolicy"),
+    (["model=verifier", "model.init=nope"], "model.init 'nope': unknown"),
+    (["model.loss_on=half"], "model.loss_on 'half': unknown"),
     (["model/backbone=gpt2", "model.backbone.path=gpt2-offline-nowhere"], "model/backbone=tiny"),
     (["ckpt_path=/no/such.ckpt"], "checkpoint file not found"),
 ])

@@ -32,19 +32,22 @@ def data_dir(tmp_path_factory):
     return out
 
 
+def n_transitions(data_dir) -> int:
+    lines = (data_dir / "train" / "trajectories.jsonl").read_text().splitlines()
+    return sum(len(json.loads(x)["actions"]) for x in lines)
+
+
 def train(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([CLI, *args], env=ENV, capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.mark.slow
 def test_ddp_on_two_cpu_processes(data_dir, tmp_path):
     proc = train(f"data_dir={data_dir}", f"out_dir={tmp_path}", "trainer=ddp_sim", *COMMON,
                  "model.backbone.n_layer=1", "model.backbone.n_embd=32", "model.backbone.n_head=2",
                  "model.epochs=1", "model.batch_size=8")
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads((tmp_path / "results.json").read_text())
-    n_train = sum(len(json.loads(x)["actions"]) for x in
-                  (data_dir / "train" / "trajectories.jsonl").read_text().splitlines())
+    n_train = n_transitions(data_dir)
     # two ranks split each epoch: half the steps of one process, same batch size
     assert results["global_step"] == math.ceil(math.ceil(n_train / 2) / 8)
     assert (tmp_path / "export" / "plansuite.json").is_file()
@@ -64,8 +67,7 @@ def test_resume_after_sigkill_mid_epoch(data_dir, tmp_path):
     proc.wait()
     assert last.is_file(), "no checkpoint before the kill"
     killed_at = torch.load(last, map_location="cpu", weights_only=False)["global_step"]
-    steps_per_epoch = math.ceil(sum(len(json.loads(x)["actions"]) for x in
-                                    (data_dir / "train" / "trajectories.jsonl").read_text().splitlines()) / 8)
+    steps_per_epoch = math.ceil(n_transitions(data_dir) / 8)
     assert 0 < killed_at < steps_per_epoch  # really mid-epoch
     assert not (tmp_path / "results.json").exists()
     # the same command without ckpt_path refuses to overwrite; with ckpt_path=last it resumes

@@ -226,6 +226,12 @@ class VerifierDataModule(L.LightningDataModule):
         if recipe == "onpolicy" and not generator_dir:
             raise ConfigError("model.recipe=onpolicy samples a trained generator: set "
                               "model.generator_dir to a generator export")
+        if input_kind == "state_action_next" and recipe != "onpolicy":
+            raise ConfigError("model.input_kind=state_action_next needs model.recipe=onpolicy "
+                              "(claimed next states come from the generator)")
+        if onpolicy is not None and onpolicy.base_recipe not in VERIFIER_RECIPES:
+            raise ConfigError(f"model.onpolicy.base_recipe '{onpolicy.base_recipe}': unknown "
+                              f"(choose from {', '.join(VERIFIER_RECIPES)})")
         self.data_dir, self.domain, self.tokenizer, self.context = data_dir, domain, tokenizer, context
         self.recipe, self.input_kind, self.batch_size = recipe, input_kind, batch_size
         self.generator_dir, self.onpolicy = generator_dir, onpolicy or OnPolicyConfig()
@@ -285,12 +291,6 @@ class VerifierDataModule(L.LightningDataModule):
                 self.prepare_data()  # used outside a Trainer (tests, tools)
                 cached[split] = read_items(self._cache_path(split), params)
         base = self.onpolicy.base_recipe if self.recipe == "onpolicy" else self.recipe
-        if base not in VERIFIER_RECIPES:
-            raise ConfigError(f"model.onpolicy.base_recipe '{base}': unknown (choose from "
-                              f"{', '.join(VERIFIER_RECIPES)})")
-        if self.input_kind == "state_action_next" and self.recipe != "onpolicy":
-            raise ConfigError("model.input_kind=state_action_next needs model.recipe=onpolicy "
-                              "(claimed next states come from the generator)")
         train = dataset_items(self.data_dir, "train", base, self.input_kind, tasks)
         train += cached.get("train") or []
         self.val_sets = {"random": dataset_items(self.data_dir, "val", "relabel", self.input_kind, tasks),
