@@ -52,13 +52,13 @@ def gen_export(tmp_path_factory, atom_tok):
                        {"kind": "generator", "domain": DOMAIN.name, "max_new_tokens": 24})
 
 
-def bpe_tokenizer(texts: list[str], folder) -> GPT2TokenizerFast:
+def bpe_tokenizer(texts: list[str], folder, vocab_size: int = 400) -> GPT2TokenizerFast:
     """A small byte-level BPE trained on our text and saved as a GPT-2 tokenizer (the same
     files and loading path as the real GPT-2 vocabulary)."""
     core = Tokenizer(models.BPE())
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     core.decoder = decoders.ByteLevel()
-    core.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=400, special_tokens=["<|endoftext|>"],
+    core.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<|endoftext|>"],
                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
     core.model.save(str(folder))  # vocab.json + merges.txt, like GPT-2's own files
     return GPT2TokenizerFast.from_pretrained(str(folder))

@@ -8,14 +8,8 @@ import json
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import (
-    AutoModelForCausalLM,
-    AutoTokenizer,
-    GPT2Config,
-    GPT2LMHeadModel,
-    GPT2TokenizerFast,
-)
+from test_models_inference import bpe_tokenizer  # the same GPT-2-style tokenizer files
+from transformers import AutoModelForCausalLM, AutoTokenizer, GPT2Config, GPT2LMHeadModel
 
 from plansuite.cli import CONF_DIR
 from plansuite.cli.train import build, run
@@ -123,13 +117,7 @@ def test_onpolicy_v_generator_trains_and_is_judged_by_the_simulator(generator, d
 def test_pretrained_backbone_from_a_saved_directory(data_dir, tmp_path):
     """The gpt2 backbone's code path, on a tiny GPT-2 + byte-level BPE saved with save_pretrained."""
     texts = [r.prompt + r.completion for r in load_transitions(data_dir, "train")]
-    core = Tokenizer(models.BPE())
-    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    core.decoder = decoders.ByteLevel()
-    core.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=300, special_tokens=["<|endoftext|>"],
-                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    core.model.save(str(tmp_path))
-    tok = GPT2TokenizerFast.from_pretrained(str(tmp_path))
+    tok = bpe_tokenizer(texts, tmp_path, vocab_size=300)
     pre = tmp_path / "pretrained"
     GPT2LMHeadModel(GPT2Config(vocab_size=len(tok), n_layer=1, n_embd=32, n_head=2,
                                n_positions=512)).save_pretrained(pre)
