@@ -90,6 +90,7 @@ def test_v_generator_starts_from_the_generator_weights(generator, data_dir, tmp_
     ours, theirs = module.model.transformer.state_dict(), gen.transformer.state_dict()
     assert ours.keys() == theirs.keys()
     assert all(torch.equal(ours[k], theirs[k]) for k in ours)
+    assert module.model.training  # trains in train mode (dropout on), unlike from_pretrained's default
     # and V_base does not
     base, *_ = build(config(data_dir, tmp_path, "model=verifier", *SMALL), DOMAIN, data_dir, tmp_path, {})
     assert base.model.transformer.wte.weight.shape != gen.transformer.wte.weight.shape or not torch.equal(

@@ -76,7 +76,7 @@ def pretrained_model(path: str | Path, head: str, tokenizer: PreTrainedTokenizer
     except ValueError as exc:  # e.g. a config that is not a GPT-2 family model
         raise ConfigError(f"{path}: cannot load as a {head} model ({str(exc).splitlines()[0][:160]})") from exc
     check_vocab(model, tokenizer, path)
-    return _with_loss_type(model, head)
+    return _with_loss_type(model.train(), head)  # from_pretrained returns eval mode (no dropout)
 
 
 def _with_loss_type(model: PreTrainedModel, head: str) -> PreTrainedModel:
