@@ -1,0 +1,327 @@
+"""DataModules: tokenized transitions for the generator, labelled steps for the verifier.
+
+Generator examples are ``prompt + completion + EOS`` with the loss on the completion only
+(``loss_on=completion``) or on every token (``full``, what the paper's ``run_clm`` did). The
+generator's second validation loader yields indices into ``greedy_records``, a fixed validation
+subset that the module decodes greedily and judges with the simulator.
+
+Verifier examples are :class:`VerifierItem` s: the text the verifier reads, the training label
+under the recipe, and the simulator's truth (validation metrics use the truth only). Recipes:
+``random`` / ``relabel`` / ``hard`` from the dataset (:func:`plansuite.data.load.load_verifier_examples`),
+and ``onpolicy``: the ``onpolicy.base_recipe`` examples plus steps sampled from a trained generator
+on training transitions, labelled by the simulator. Validation sets: ``random`` (positives and
+random negatives), ``hard`` and, when a generator export is given, ``onpolicy`` (the generator's
+own samples on validation transitions). On-policy samples are cached under ``cache_dir``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import lightning as L
+from torch.utils.data import DataLoader
+
+from plansuite.data.builder import iter_jsonl
+from plansuite.data.load import (
+    VERIFIER_RECIPES,
+    TransitionRecord,
+    load_instances,
+    load_trajectories,
+    load_transitions,
+    load_verifier_examples,
+)
+from plansuite.errors import ConfigError
+from plansuite.models.sampling import JudgedStep, pick_records, sample_and_judge
+from plansuite.models.tokenizer import encode, pad_ids
+from plansuite.pddl.codec import format_verifier_input
+from plansuite.pddl.judge import StepVerdict
+from plansuite.pddl.model import Domain, parse_atom_text
+from plansuite.pddl.simulator import TaskCache
+
+LOSS_ON = ("completion", "full")
+
+
+def dataset_objects(data_dir: str | Path, domain: Domain) -> dict[str, str]:
+    """Every object (name -> type) used by the dataset's walks and instances."""
+    objects: dict[str, str] = {}
+    for split in ("train", "val"):
+        for traj in load_trajectories(data_dir, split):
+            objects.update(traj["objects"])
+    for folder in ("test", "val_instances"):
+        path = Path(data_dir) / folder
+        if path.is_dir() and any(path.glob("*.pddl")):
+            for inst in load_instances(path, domain):
+                objects.update(inst.problem.objects)
+    return objects
+
+
+def check_fits(lengths: list[int], context: int, what: str) -> None:
+    longest = max(lengths, default=0)
+    if longest > context:
+        raise ConfigError(f"{what}: {sum(n > context for n in lengths)} sequences are longer than "
+                          f"the model's context ({longest} > {context} tokens); raise "
+                          "model.backbone.n_positions")
+
+
+# ---- generator --------------------------------------------------------------------------------
+def generator_example(prompt_ids: list[int], completion_ids: list[int], eos_id: int,
+                      loss_on: str = "completion") -> tuple[list[int], list[int]]:
+    """(input ids, labels) with -100 on the prompt unless ``loss_on == "full"``.
+
+    >>> generator_example([1, 2], [3, 4], eos_id=9)
+    ([1, 2, 3, 4, 9], [-100, -100, 3, 4, 9])
+    >>> generator_example([1, 2], [3], eos_id=9, loss_on="full")[1]
+    [1, 2, 3, 9]
+    """
+    ids = prompt_ids + completion_ids + [eos_id]
+    if loss_on == "full":
+        return ids, list(ids)
+    return ids, [-100] * len(prompt_ids) + completion_ids + [eos_id]
+
+
+def collate_causal(examples: list[tuple[list[int], list[int]]], pad_id: int) -> dict:
+    ids, mask = pad_ids([e[0] for e in examples], pad_id)
+    labels, _ = pad_ids([e[1] for e in examples], -100)
+    return {"input_ids": ids, "attention_mask": mask, "labels": labels}
+
+
+class GeneratorDataModule(L.LightningDataModule):
+    def __init__(self, data_dir: str | Path, tokenizer, context: int, batch_size: int = 32,
+                 loss_on: str = "completion", greedy_n: int = 128, greedy_batch_size: int = 64,
+                 num_workers: int = 0, seed: int = 0):
+        super().__init__()
+        if loss_on not in LOSS_ON:
+            raise ConfigError(f"model.loss_on '{loss_on}': unknown (choose from {', '.join(LOSS_ON)})")
+        self.data_dir, self.tokenizer, self.context = data_dir, tokenizer, context
+        self.batch_size, self.loss_on, self.greedy_n = batch_size, loss_on, greedy_n
+        self.greedy_batch_size, self.num_workers, self.seed = greedy_batch_size, num_workers, seed
+        self.train: list | None = None
+
+    def encode_records(self, records: list[TransitionRecord]) -> list[tuple[list[int], list[int]]]:
+        prompts = encode(self.tokenizer, [r.prompt for r in records])
+        completions = encode(self.tokenizer, [r.completion for r in records])
+        eos = self.tokenizer.eos_token_id
+        return [generator_example(p, c, eos, self.loss_on) for p, c in zip(prompts, completions, strict=True)]
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.train is not None:
+            return
+        train = load_transitions(self.data_dir, "train")
+        val = load_transitions(self.data_dir, "val")
+        if not train or not val:
+            raise ConfigError(f"{self.data_dir}: the train and val splits need transitions")
+        self.train, self.val = self.encode_records(train), self.encode_records(val)
+        check_fits([len(e[0]) for e in self.train + self.val], self.context, f"{self.data_dir}")
+        self.greedy_records = pick_records(val, self.greedy_n, self.seed)
+        self.max_completion = max(len(e[1]) - e[1].count(-100) for e in self.train)
+
+    def train_dataloader(self) -> DataLoader:
+        return DataLoader(self.train, batch_size=self.batch_size, shuffle=True, drop_last=False,
+                          collate_fn=self._collate, num_workers=self.num_workers)
+
+    def val_dataloader(self) -> list[DataLoader]:
+        loaders = [DataLoader(self.val, batch_size=self.batch_size, collate_fn=self._collate,
+                              num_workers=self.num_workers)]
+        if self.greedy_records:
+            loaders.append(DataLoader(list(range(len(self.greedy_records))),
+                                      batch_size=self.greedy_batch_size))
+        return loaders
+
+    def _collate(self, examples):
+        return collate_causal(examples, self.tokenizer.pad_token_id)
+
+
+# ---- verifier ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class VerifierItem:
+    text: str  # what the verifier reads
+    label: int  # training label under the recipe
+    truth: int  # the simulator's verdict: 1 = a valid step
+
+
+def dataset_items(data_dir: str | Path, split: str, recipe: str, input_kind: str,
+                  tasks: TaskCache) -> list[VerifierItem]:
+    """The dataset's verifier examples as texts. With ``state_action_next`` every example claims
+    the walk's true next state, so only the walk's own action is a valid step."""
+    examples = load_verifier_examples(data_dir, split, recipe)
+    if input_kind == "state_action":
+        return [VerifierItem(format_verifier_input(e.state, e.action), e.label, int(e.applicable))
+                for e in examples]
+    trajs = {t["id"]: t for t in load_trajectories(data_dir, split)}
+    out = []
+    for e in examples:
+        claim = trajs[e.traj]["states"][e.step + 1]
+        task = tasks.get(e.objects, [parse_atom_text(a) for a in e.state])
+        truth = int(task.step(task.encode(e.state), e.action) == task.encode(claim))
+        out.append(VerifierItem(format_verifier_input(e.state, e.action, claim), truth, truth))
+    return out
+
+
+def judged_items(judged: list[JudgedStep], input_kind: str) -> list[VerifierItem]:
+    """Sampled generator steps as verifier examples labelled by the simulator (unparseable
+    samples have nothing to score and are skipped; repeats of a step in one state count once)."""
+    out, seen = [], set()
+    for j in judged:
+        if j.step is None:
+            continue
+        if input_kind == "state_action":
+            text = format_verifier_input(j.record.state, j.step.action)
+            truth = int(j.verdict is not StepVerdict.BAD_ACTION)
+        else:
+            text = format_verifier_input(j.record.state, j.step.action, j.step.next_state)
+            truth = int(j.verdict is StepVerdict.OK)
+        if text not in seen:
+            seen.add(text)
+            out.append(VerifierItem(text, truth, truth))
+    return out
+
+
+def val_set_names(generator_dir: str | None) -> list[str]:
+    """The verifier's validation sets, in loader order."""
+    return ["random", "hard"] + (["onpolicy"] if generator_dir else [])
+
+
+@dataclass
+class OnPolicyConfig:
+    prompts: int | None = 2000  # training transitions to sample on (None: all)
+    samples_per_prompt: int = 2
+    val_prompts: int | None = None  # validation transitions for the on-policy val set
+    val_samples_per_prompt: int = 2
+    temperature: float = 1.0
+    top_p: float = 0.99
+    base_recipe: str = "relabel"  # dataset examples mixed with the generator's samples
+
+
+def write_items(path: Path, items: list[VerifierItem], params: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w") as f:
+        f.write(json.dumps({"params": params}) + "\n")
+        f.writelines(json.dumps(asdict(i)) + "\n" for i in items)
+    tmp.replace(path)
+
+
+def read_items(path: Path, params: dict) -> list[VerifierItem] | None:
+    """Cached items, or None when missing or made with other parameters."""
+    if not path.is_file():
+        return None
+    rows = iter_jsonl(path)
+    if next(rows, {}).get("params") != params:
+        return None
+    return [VerifierItem(**r) for r in rows]
+
+
+class VerifierDataModule(L.LightningDataModule):
+    def __init__(self, data_dir: str | Path, domain: Domain, tokenizer, context: int,
+                 recipe: str = "random", input_kind: str = "state_action", batch_size: int = 32,
+                 generator_dir: str | None = None, onpolicy: OnPolicyConfig | None = None,
+                 cache_dir: str | Path | None = None, num_workers: int = 0, seed: int = 0,
+                 progress=print):
+        super().__init__()
+        if recipe not in (*VERIFIER_RECIPES, "onpolicy"):
+            raise ConfigError(f"model.recipe '{recipe}': unknown (choose from "
+                              f"{', '.join(VERIFIER_RECIPES)}, onpolicy)")
+        if recipe == "onpolicy" and not generator_dir:
+            raise ConfigError("model.recipe=onpolicy samples a trained generator: set "
+                              "model.generator_dir to a generator export")
+        if input_kind == "state_action_next" and recipe != "onpolicy":
+            raise ConfigError("model.input_kind=state_action_next needs model.recipe=onpolicy "
+                              "(claimed next states come from the generator)")
+        if onpolicy is not None and onpolicy.base_recipe not in VERIFIER_RECIPES:
+            raise ConfigError(f"model.onpolicy.base_recipe '{onpolicy.base_recipe}': unknown "
+                              f"(choose from {', '.join(VERIFIER_RECIPES)})")
+        self.data_dir, self.domain, self.tokenizer, self.context = data_dir, domain, tokenizer, context
+        self.recipe, self.input_kind, self.batch_size = recipe, input_kind, batch_size
+        self.generator_dir, self.onpolicy = generator_dir, onpolicy or OnPolicyConfig()
+        self.cache_dir = Path(cache_dir) if cache_dir else None
+        self.num_workers, self.seed, self.progress = num_workers, seed, progress
+        self.train: list | None = None
+
+    # -- on-policy samples (made once, on one process, cached) --
+    def _onpolicy_jobs(self) -> dict[str, dict]:
+        if not self.generator_dir:
+            return {}
+        op = self.onpolicy
+        common = {"generator": str(Path(self.generator_dir).resolve()), "seed": self.seed,
+                  "input_kind": self.input_kind, "temperature": op.temperature, "top_p": op.top_p}
+        jobs = {"val": {**common, "prompts": op.val_prompts, "samples": op.val_samples_per_prompt}}
+        if self.recipe == "onpolicy":
+            jobs["train"] = {**common, "prompts": op.prompts, "samples": op.samples_per_prompt}
+        return jobs
+
+    def _cache_path(self, split: str) -> Path:
+        return (self.cache_dir or Path(self.data_dir)) / f"onpolicy-{split}.jsonl"
+
+    def prepare_data(self) -> None:
+        from plansuite.models.inference import GeneratorPolicy
+
+        policy = None
+        tasks = TaskCache(self.domain)
+        for split, params in self._onpolicy_jobs().items():
+            path = self._cache_path(split)
+            if read_items(path, params) is not None:
+                continue
+            if policy is None:
+                device = str(self.trainer.strategy.root_device) if self.trainer else "cpu"
+                policy = GeneratorPolicy.from_export(self.generator_dir, device=device)
+            records = pick_records(load_transitions(self.data_dir, split), params["prompts"],
+                                   self.seed)
+            self.progress(f"[train] sampling the generator on {len(records)} {split} transitions "
+                          f"x {params['samples']} for on-policy verifier examples")
+            judged = sample_and_judge(policy, tasks, records, samples_per_record=params["samples"],
+                                      temperature=params["temperature"], top_p=params["top_p"],
+                                      seed=self.seed + (split == "val"))
+            items = judged_items(judged, self.input_kind)
+            bad = sum(1 - i.truth for i in items)
+            self.progress(f"[train] on-policy {split}: {len(items)} distinct steps, {bad} invalid, "
+                          f"{sum(j.step is None for j in judged)} unparseable samples skipped")
+            write_items(path, items, params)
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.train is not None:
+            return
+        tasks = TaskCache(self.domain)
+        jobs = self._onpolicy_jobs()
+        cached = {}
+        for split, params in jobs.items():
+            cached[split] = read_items(self._cache_path(split), params)
+            if cached[split] is None:
+                self.prepare_data()  # used outside a Trainer (tests, tools)
+                cached[split] = read_items(self._cache_path(split), params)
+        base = self.onpolicy.base_recipe if self.recipe == "onpolicy" else self.recipe
+        train = dataset_items(self.data_dir, "train", base, self.input_kind, tasks)
+        train += cached.get("train") or []
+        self.val_sets = {"random": dataset_items(self.data_dir, "val", "relabel", self.input_kind, tasks),
+                         "hard": dataset_items(self.data_dir, "val", "hard", self.input_kind, tasks)}
+        if "val" in cached:
+            self.val_sets["onpolicy"] = cached["val"]
+        assert list(self.val_sets) == val_set_names(self.generator_dir)
+        self.train = self._encode(train)
+        self.val = {name: self._encode(items) for name, items in self.val_sets.items()}
+        check_fits([len(e[0]) for e in self.train], self.context, str(self.data_dir))
+        for name, encoded in self.val.items():
+            check_fits([len(e[0]) for e in encoded], self.context, f"verifier val set {name}")
+        self.train_counts = {"examples": len(train), "label_1": sum(i.label for i in train),
+                             "truth_1": sum(i.truth for i in train)}
+
+    def _encode(self, items: list[VerifierItem]) -> list[tuple[list[int], int, int]]:
+        ids = encode(self.tokenizer, [i.text for i in items])
+        return [(x, i.label, i.truth) for x, i in zip(ids, items, strict=True)]
+
+    def train_dataloader(self) -> DataLoader:
+        return DataLoader(self.train, batch_size=self.batch_size, shuffle=True,
+                          collate_fn=self._collate, num_workers=self.num_workers)
+
+    def val_dataloader(self) -> list[DataLoader]:
+        return [DataLoader(v, batch_size=self.batch_size * 2, collate_fn=self._collate,
+                           num_workers=self.num_workers) for v in self.val.values()]
+
+    def _collate(self, examples) -> dict:
+        import torch
+
+        ids, mask = pad_ids([e[0] for e in examples], self.tokenizer.pad_token_id)
+        return {"input_ids": ids, "attention_mask": mask,
+                "labels": torch.tensor([e[1] for e in examples]),
+                "truth": torch.tensor([e[2] for e in examples])}

@@ -1,0 +1,91 @@
+"""Export directories: ``save_pretrained`` model + tokenizer + ``plansuite.json`` (+ the domain).
+
+An export loads with ``AutoModelForCausalLM`` / ``AutoModelForSequenceClassification`` and
+``AutoTokenizer`` directly; ``plansuite.json`` says what it is::
+
+    {"format": 1, "kind": "generator" | "verifier", "domain": "blocksworld-4ops",
+     "tokenizer": "atom" | "bpe", "threshold": 0.5 (verifier), "input_kind": "state_action" |
+     "state_action_next" (verifier), "max_new_tokens": 64 (generator), "metrics": {...},
+     "config": {the resolved training config}}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from plansuite.errors import ConfigError
+
+META_FILE = "plansuite.json"
+FORMAT = 1
+KINDS = ("generator", "verifier")
+
+
+def save_export(path: str | Path, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
+                meta: dict, domain_file: str | Path | None = None) -> Path:
+    """Write the export atomically (a temp dir renamed into place) and return its path."""
+    path = Path(path)
+    if meta.get("kind") not in KINDS:
+        raise ValueError(f"meta.kind must be one of {KINDS}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        if domain_file is not None:
+            shutil.copyfile(domain_file, tmp / "domain.pddl")
+        (tmp / META_FILE).write_text(json.dumps({"format": FORMAT, **meta}, indent=2,
+                                                sort_keys=True, default=str) + "\n")
+        if path.exists():
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return path
+
+
+def read_meta(path: str | Path, kind: str) -> dict:
+    """``plansuite.json`` of an export of ``kind``; one clear ConfigError otherwise."""
+    path = Path(path)
+    if not path.is_dir():
+        raise ConfigError(f"{path}: export directory not found (train one with plansuite-train)")
+    meta_file = path / META_FILE
+    if not meta_file.is_file():
+        raise ConfigError(f"{path}: not a plansuite export (no {META_FILE})")
+    try:
+        meta = json.loads(meta_file.read_text())
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{meta_file}: unreadable ({exc.msg} at line {exc.lineno})") from exc
+    if meta.get("format") != FORMAT:
+        raise ConfigError(f"{meta_file}: export format {meta.get('format')!r}, expected {FORMAT}")
+    if meta.get("kind") != kind:
+        raise ConfigError(f"{path}: a {meta.get('kind')} export, expected a {kind} export")
+    return meta
+
+
+def load_export(path: str | Path, kind: str, device: str = "cpu"):
+    """(model in eval mode, tokenizer, meta) of an export of ``kind``."""
+    from plansuite.models.backbone import check_vocab
+    from plansuite.models.tokenizer import load_pretrained_tokenizer
+
+    meta = read_meta(path, kind)
+    tokenizer = load_pretrained_tokenizer(path)
+    from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
+
+    auto = AutoModelForCausalLM if kind == "generator" else AutoModelForSequenceClassification
+    try:
+        model = auto.from_pretrained(str(path))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: model weights unreadable ({str(exc).splitlines()[0][:160]})") from exc
+    check_vocab(model, tokenizer, path)
+    try:
+        model = model.to(device)
+    except (RuntimeError, AssertionError) as exc:
+        raise ConfigError(f"device '{device}': unavailable ({str(exc).splitlines()[0][:120]})") from exc
+    return model.eval(), tokenizer, meta

@@ -1,0 +1,68 @@
+"""The generator: a causal LM that completes ``GOAL/STATE`` prompts with ``ACTION/NEXT STATE``.
+
+Validation reports the token-weighted loss and perplexity on the val split, and decodes a fixed
+val subset greedily (loader 1) and judges it with the simulator: the rate of parseable outputs,
+of applicable actions and of exactly right next states.
+"""
+
+from __future__ import annotations
+
+import lightning as L
+import torch
+from torchmetrics import MeanMetric
+
+from plansuite.models.inference import GeneratorPolicy
+from plansuite.models.optim import OptimConfig, adamw_with_warmup
+from plansuite.models.sampling import judge_texts
+from plansuite.pddl.judge import StepVerdict
+from plansuite.pddl.model import Domain
+from plansuite.pddl.simulator import TaskCache
+
+
+class GeneratorModule(L.LightningModule):
+    def __init__(self, model, tokenizer, domain: Domain, optim: OptimConfig,
+                 max_new_tokens: int = 64, config: dict | None = None):
+        super().__init__()
+        self.model, self.tokenizer, self.domain = model, tokenizer, domain
+        self.optim, self.max_new_tokens = optim, max_new_tokens
+        self.save_hyperparameters({"config": config or {}})  # checkpoints carry their config
+        self.tasks = TaskCache(domain)
+        self.val_loss = MeanMetric()
+        self.val_parseable, self.val_valid, self.val_exact = MeanMetric(), MeanMetric(), MeanMetric()
+
+    def forward(self, input_ids, attention_mask, labels=None):
+        return self.model(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
+
+    def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
+        loss = self(**batch).loss
+        self.log("train/loss", loss, prog_bar=True)
+        return loss
+
+    def validation_step(self, batch, batch_idx: int, dataloader_idx: int = 0) -> None:
+        if dataloader_idx == 0:
+            targets = (batch["labels"][:, 1:] != -100).sum()  # HF shifts labels by one
+            self.val_loss.update(self(**batch).loss, weight=targets)
+            return
+        records = [self.trainer.datamodule.greedy_records[i] for i in batch.tolist()]
+        policy = GeneratorPolicy(self.model, self.tokenizer, self.max_new_tokens)
+        texts = [g.text for g in policy.generate([r.prompt for r in records], temperature=0)]
+        for judged in judge_texts(self.tasks, records, texts):
+            self.val_parseable.update(float(judged.verdict is not StepVerdict.UNPARSEABLE))
+            self.val_valid.update(float(judged.verdict in (StepVerdict.OK, StepVerdict.BAD_NEXT_STATE)))
+            self.val_exact.update(float(judged.verdict is StepVerdict.OK))
+
+    def on_validation_epoch_end(self) -> None:
+        loss = self.val_loss.compute()
+        metrics = {"val/loss": loss, "val/perplexity": torch.exp(loss.clamp(max=50))}
+        if self.val_valid.update_count:
+            metrics.update({"val/parseable": self.val_parseable.compute(),
+                            "val/action_valid": self.val_valid.compute(),
+                            "val/next_state_exact": self.val_exact.compute()})
+        self.log_dict(metrics, prog_bar=True, sync_dist=True)
+        for m in (self.val_loss, self.val_parseable, self.val_valid, self.val_exact):
+            m.reset()
+
+    def configure_optimizers(self):
+        return adamw_with_warmup(self.model.parameters(), self.optim,
+                                 self.trainer.estimated_stepping_batches)
+

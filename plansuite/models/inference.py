@@ -1,0 +1,223 @@
+"""Inference API over exports, for the planning loops and evaluation.
+
+Generator::
+
+    policy = GeneratorPolicy.from_export("O/export", device="cpu")
+    outs = policy.generate([format_prompt(goal, state), ...], temperature=1.0, top_p=0.99,
+                           max_new_tokens=None, seed=0)
+    outs[0].text      # "ACTION:\\n(pickup b1)\\nNEXT STATE:\\n...\\nEND" -> codec.parse_completion
+    outs[0].n_tokens  # new tokens generated for that row (including the stop token)
+
+Rows are generated together with a KV cache (left padding, attention mask and explicit position
+ids) and each row stops at ``END`` (or the end-of-sequence token). ``temperature == 0`` is greedy;
+otherwise nucleus sampling (``top_p``, no top-k) with a private ``torch.Generator`` seeded by
+``seed``: the same call with the same seed returns the same texts, and the global RNG is
+untouched. ``max_new_tokens=None`` uses the export's ``max_new_tokens`` (twice the longest
+training completion), clipped to the model's context.
+
+Verifier::
+
+    scorer = VerifierScorer.from_export("V/export", device="cpu")
+    text = scorer.input_text(state_atoms, action, next_state_atoms)  # via codec.format_verifier_input
+    probs = scorer.score([text, ...])      # P(step is valid), batched
+    accept = probs[0] >= scorer.threshold  # threshold calibrated on validation data
+    scorer.input_kind                      # "state_action" or "state_action_next"
+
+Both ``from_export`` raise :class:`plansuite.errors.ConfigError` (a PlansuiteError) with one line
+for a missing, foreign or incompatible export.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from transformers import GPT2LMHeadModel, PreTrainedModel, PreTrainedTokenizerBase
+
+from plansuite.errors import ConfigError
+from plansuite.models.export import load_export
+from plansuite.models.tokenizer import decode, encode, pad_ids, stop_token_ids
+from plansuite.pddl.codec import format_verifier_input
+
+INPUT_KINDS = ("state_action", "state_action_next")
+
+
+@dataclass(frozen=True)
+class Generated:
+    text: str  # the completion, from "ACTION:" on
+    n_tokens: int  # new tokens generated
+
+
+def _top_p_filter(probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Zero the tail outside the smallest set of tokens whose mass reaches ``top_p``."""
+    if top_p >= 1.0:
+        return probs
+    sorted_p, order = probs.sort(dim=-1, descending=True)
+    outside = sorted_p.cumsum(-1) - sorted_p >= top_p  # the first token always stays
+    sorted_p = sorted_p.masked_fill(outside, 0.0)
+    return torch.zeros_like(probs).scatter_(-1, order, sorted_p)
+
+
+# transformers 5 renamed the KV cache argument and output field from past_key_values to cache.
+_CACHE_ARG = "cache" if "cache" in inspect.signature(GPT2LMHeadModel.forward).parameters else "past_key_values"
+
+
+def _cache_of(output):
+    return getattr(output, "cache", None) if _CACHE_ARG == "cache" else output.past_key_values
+
+
+@torch.inference_mode()
+def sample_ids(model: PreTrainedModel, prompts: list[list[int]], *, pad_id: int,
+               stop_ids: Iterable[int], max_new_tokens: int, temperature: float = 1.0,
+               top_p: float = 1.0, generator: torch.Generator | None = None,
+               banned_ids: Iterable[int] = ()) -> list[list[int]]:
+    """New token ids per prompt (each ending at its first stop id, if reached).
+
+    One forward pass over the left-padded prompts, then one token per step for the rows still
+    running; finished rows are dropped from the batch and the cache.
+    """
+    device = model.device
+    n = len(prompts)
+    ids, mask = pad_ids(prompts, pad_id, left=True)
+    ids, mask = ids.to(device), mask.to(device)
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
+    cache, logits = _cache_of(out), out.logits[:, -1, :]
+    next_pos = positions[:, -1] + 1
+    stops = torch.tensor(sorted(set(stop_ids)), device=device)
+    banned = sorted(set(banned_ids) - set(stops.tolist()))
+    rows = torch.arange(n, device=device)  # which prompt each live batch row is
+    new: list[list[int]] = [[] for _ in range(n)]
+    for _ in range(max_new_tokens):
+        logits = logits.float()
+        if banned:
+            logits[:, banned] = float("-inf")
+        if temperature == 0:
+            tokens = logits.argmax(-1)
+        else:
+            probs = _top_p_filter(torch.softmax(logits / temperature, dim=-1), top_p)
+            tokens = torch.multinomial(probs, 1, generator=generator).squeeze(1)
+        for r, t in zip(rows.tolist(), tokens.tolist(), strict=True):
+            new[r].append(t)
+        live = ~torch.isin(tokens, stops)
+        if not live.any():
+            break
+        if not live.all():
+            keep = live.nonzero().squeeze(1)
+            cache.batch_select_indices(keep)
+            rows, tokens, mask, next_pos = rows[keep], tokens[keep], mask[keep], next_pos[keep]
+        mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=1)
+        out = model(input_ids=tokens[:, None], attention_mask=mask, position_ids=next_pos[:, None],
+                    use_cache=True, **{_CACHE_ARG: cache})
+        cache, logits = _cache_of(out), out.logits[:, -1, :]
+        next_pos = next_pos + 1
+    return new
+
+
+class GeneratorPolicy:
+    """Batched completion of ``GOAL: ... STATE: ...`` prompts by a generator."""
+
+    def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
+                 max_new_tokens: int = 64, batch_size: int = 64):
+        self.model, self.tokenizer = model, tokenizer
+        self.max_new_tokens, self.batch_size = max_new_tokens, batch_size
+        self.stop_ids = stop_token_ids(tokenizer)
+        self.context = getattr(model.config, "n_positions", None) or model.config.max_position_embeddings
+        specials = {tokenizer.pad_token_id, tokenizer.unk_token_id, tokenizer.eos_token_id}
+        self.banned_ids = sorted(i for i in specials if i is not None)
+        self.meta: dict = {}
+
+    @classmethod
+    def from_export(cls, path: str | Path, device: str = "cpu", batch_size: int = 64) -> GeneratorPolicy:
+        model, tokenizer, meta = load_export(path, "generator", device)
+        policy = cls(model, tokenizer, int(meta.get("max_new_tokens", 64)), batch_size)
+        policy.meta = meta
+        return policy
+
+    def generate(self, prompts: list[str], temperature: float = 1.0, top_p: float = 0.99,
+                 max_new_tokens: int | None = None, seed: int | None = None) -> list[Generated]:
+        if temperature < 0 or not 0 < top_p <= 1:
+            raise ConfigError(f"generation: temperature must be >= 0 and top_p in (0, 1] "
+                              f"(got {temperature}, {top_p})")
+        if not prompts:
+            return []
+        budget = max_new_tokens or self.max_new_tokens
+        generator = None
+        if temperature > 0:
+            generator = torch.Generator(device=self.model.device)
+            if seed is None:
+                generator.seed()
+            else:
+                generator.manual_seed(seed)
+        prompt_ids = encode(self.tokenizer, prompts)
+        longest = max(len(p) for p in prompt_ids)
+        if longest >= self.context:
+            raise ConfigError(f"generation: a prompt of {longest} tokens does not fit the "
+                              f"model's context of {self.context}")
+        budget = min(budget, self.context - longest)
+        out: list[Generated] = []
+        for start in range(0, len(prompts), self.batch_size):
+            chunk = prompt_ids[start:start + self.batch_size]
+            new = sample_ids(self.model, chunk, pad_id=self.tokenizer.pad_token_id,
+                             stop_ids=self.stop_ids, max_new_tokens=budget,
+                             temperature=temperature, top_p=top_p, generator=generator,
+                             banned_ids=self.banned_ids)
+            out.extend(Generated(self._text(ids), len(ids)) for ids in new)
+        return out
+
+    def _text(self, ids: list[int]) -> str:
+        if ids and ids[-1] == self.tokenizer.eos_token_id:
+            ids = ids[:-1]
+        return decode(self.tokenizer, ids)
+
+
+class VerifierScorer:
+    """P(valid) for verifier input texts, with the export's calibrated threshold."""
+
+    def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
+                 threshold: float = 0.5, input_kind: str = "state_action", batch_size: int = 64):
+        if input_kind not in INPUT_KINDS:
+            raise ConfigError(f"verifier input kind '{input_kind}': unknown (choose from "
+                              f"{', '.join(INPUT_KINDS)})")
+        self.model, self.tokenizer = model, tokenizer
+        self.threshold, self.input_kind, self.batch_size = threshold, input_kind, batch_size
+        self.context = getattr(model.config, "n_positions", None) or model.config.max_position_embeddings
+        self.meta: dict = {}
+
+    @classmethod
+    def from_export(cls, path: str | Path, device: str = "cpu", batch_size: int = 64) -> VerifierScorer:
+        model, tokenizer, meta = load_export(path, "verifier", device)
+        if model.config.pad_token_id is None:
+            raise ConfigError(f"{path}: verifier config has no pad_token_id")
+        scorer = cls(model, tokenizer, float(meta.get("threshold", 0.5)),
+                     meta.get("input_kind", "state_action"), batch_size)
+        scorer.meta = meta
+        return scorer
+
+    def input_text(self, state: Iterable[str], action: str,
+                   next_state: Iterable[str] | None = None) -> str:
+        """The text this verifier scores for a step (the next state only if it reads one)."""
+        if self.input_kind == "state_action_next":
+            if next_state is None:
+                raise ConfigError("this verifier reads (state, action, next state): next_state is required")
+            return format_verifier_input(state, action, next_state)
+        return format_verifier_input(state, action)
+
+    @torch.inference_mode()
+    def score(self, texts: list[str]) -> list[float]:
+        out: list[float] = []
+        pad = self.tokenizer.pad_token_id
+        for start in range(0, len(texts), self.batch_size):
+            ids = encode(self.tokenizer, texts[start:start + self.batch_size])
+            longest = max(len(x) for x in ids)
+            if longest > self.context:
+                raise ConfigError(f"verifier: an input of {longest} tokens does not fit the "
+                                  f"model's context of {self.context}")
+            batch, mask = pad_ids(ids, pad)  # right padding: the head reads the last real token
+            logits = self.model(input_ids=batch.to(self.model.device),
+                                attention_mask=mask.to(self.model.device)).logits
+            out.extend(torch.softmax(logits.float(), -1)[:, 1].tolist())
+        return out

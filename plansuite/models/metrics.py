@@ -1,0 +1,68 @@
+"""Verifier metrics against the simulator's labels (1 = valid step), and threshold calibration.
+
+A step is accepted when ``P(valid) >= threshold``. ``recall`` is the share of valid steps
+accepted, ``catch_rate`` the share of invalid steps rejected (specificity); ``false_reject`` is
+``1 - recall``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torchmetrics.functional.classification import (
+    binary_accuracy,
+    binary_auroc,
+    binary_f1_score,
+    binary_precision,
+    binary_recall,
+    binary_specificity,
+)
+
+
+def calibrate_threshold(probs: torch.Tensor, truth: torch.Tensor) -> float:
+    """The threshold with the best balanced accuracy ((recall + catch rate) / 2); ties go to the
+    one nearest 0.5. Cut points are midways between neighbouring scores.
+
+    >>> calibrate_threshold(torch.tensor([0.1, 0.3, 0.35, 0.9]), torch.tensor([0, 0, 1, 1]))
+    0.325
+    >>> calibrate_threshold(torch.tensor([0.2, 0.8]), torch.tensor([1, 1]))  # one class: keep 0.5
+    0.5
+    """
+    probs, truth = probs.double().flatten(), truth.flatten().long()
+    n_pos, n_neg = int(truth.sum()), int((1 - truth).sum())
+    if n_pos == 0 or n_neg == 0:
+        return 0.5
+    order = probs.argsort()
+    p, t = probs[order], truth[order]
+    # cut k puts the k lowest scores below the threshold (rejected)
+    rejected_pos = torch.cat([t.new_zeros(1), t.cumsum(0)])
+    rejected_neg = torch.arange(len(t) + 1) - rejected_pos
+    balanced = ((n_pos - rejected_pos) / n_pos + rejected_neg / n_neg) / 2
+    cuts = torch.cat([p[:1] - 1e-6, (p[1:] + p[:-1]) / 2, p[-1:] + 1e-6]).clamp(0, 1)
+    valid = torch.ones_like(balanced, dtype=torch.bool)
+    valid[1:-1] = p[1:] > p[:-1]  # no cut between equal scores
+    best = balanced[valid].max()
+    candidates = cuts[valid & (balanced >= best - 1e-12)]
+    return round(float(candidates[(candidates - 0.5).abs().argmin()]), 6)
+
+
+def binary_report(probs: torch.Tensor, truth: torch.Tensor, threshold: float) -> dict[str, float]:
+    """Accuracy, precision, recall, F1, AUROC, catch rate and false-reject rate at ``threshold``.
+
+    >>> r = binary_report(torch.tensor([0.1, 0.6, 0.7, 0.9]), torch.tensor([0, 0, 1, 1]), 0.5)
+    >>> r["precision"], r["recall"], r["catch_rate"], r["auroc"]
+    (0.666667, 1.0, 0.5, 1.0)
+    """
+    truth = truth.long()
+    kw = {"threshold": threshold}
+    out = {
+        "accuracy": binary_accuracy(probs, truth, **kw),
+        "precision": binary_precision(probs, truth, **kw),
+        "recall": binary_recall(probs, truth, **kw),
+        "f1": binary_f1_score(probs, truth, **kw),
+        "catch_rate": binary_specificity(probs, truth, **kw),
+        "auroc": binary_auroc(probs, truth) if 0 < int(truth.sum()) < len(truth) else torch.tensor(0.5),
+    }
+    out = {k: round(float(v), 6) for k, v in out.items()}
+    out["false_reject"] = round(1 - out["recall"], 6)
+    out["n"], out["n_invalid"] = len(truth), int((1 - truth).sum())
+    return out
