@@ -123,7 +123,8 @@ def log_wandb(cfg: DictConfig, spec: PlannerSpec, results: dict, out: Path) -> N
     verifier_init = cfg.wandb.verifier_init or (cfg.verifier if cfg.verifier in VERIFIER_CHOICES
                                                 else None)
     tags = run_tags(planner=spec.name, verifier_init=verifier_init, k=spec.k,
-                    temperature=spec.temperature, seed=cfg.seed, experiment=cfg.wandb.experiment)
+                    temperature=spec.temperature, seed=cfg.seed, experiment=cfg.wandb.experiment,
+                    feedback=results["feedback"], budget=spec.budget)
     run = wandb.init(project=cfg.wandb.project, group=cfg.wandb.group or spec.name,
                      job_type="eval", tags=tags, dir=str(out), config=results["config"],
                      name=out.name)
