@@ -139,7 +139,7 @@ def compare_runs(runs: Sequence[Mapping], budgets: Sequence[int] | None = None,
                               "versus_baseline": {}}
     for name in names:
         records = list(by_setting[name].values())
-        report["settings"][name] = {**info[name], "n": len(records),
+        report["settings"][name] = {**info[name], "seeds": sorted(info[name]["seeds"]), "n": len(records),
                                     "curve": grr_at_budgets(records, budgets)}
     base = by_setting[baseline]
     for name in names:
