@@ -20,6 +20,7 @@ from test_planning_loops import (
     STACK_AB,
     applicable_only,
     context,
+    engine_and_reference,
 )
 
 from plansuite.errors import ConfigError
@@ -29,7 +30,7 @@ from plansuite.planning.engine import run_batched
 from plansuite.planning.loops import PlannerSpec, check_verifier, feedback_source
 from plansuite.planning.outcomes import judge_plan
 from plansuite.planning.reference import plan_instance
-from plansuite.planning.scripted import ScriptedGenerator, ScriptedVerifier
+from plansuite.planning.scripted import ScriptedGenerator
 
 REFINE = PlannerSpec(name="refine_resume", loop="refine_resume", k=3, reset_after=3)
 ENV = replace(REFINE, name="refine_resume_env", feedback="environment")
@@ -39,25 +40,11 @@ PICK_B = format_completion("(pickup b)", ["(clear a)", "(holding b)", "(on-table
 FLY = format_completion("(fly a)", ["(arm-empty)"])
 
 
-def run_both(spec, script: dict, verifier_script=None, ctx=None):
-    """Plan one instance with the engine and the reference; return the (agreeing) result."""
-    ctx = ctx or context()
-    results = []
-    for engine in ("batched", "reference"):
-        gen = ScriptedGenerator(lambda r: script.get(r.key, GARBAGE))
-        ver = ScriptedVerifier(verifier_script) if verifier_script else None
-        check_verifier(spec, ver)
-        if engine == "batched":
-            done = []
-            run_batched([ctx], spec, gen, ver, lambda c, r, t, d=done: d.append(r), batch_size=4)
-            [result] = done
-        else:
-            result = plan_instance(ctx, spec, gen, ver)
-        assert result.generator_calls == gen.calls
-        assert result.verifier_calls == (ver.calls if ver else 0)
-        results.append((result, gen))
-    assert results[0][0] == results[1][0]
-    return results[0]
+def run_both(spec, script, verifier_script=None):
+    """Engine and reference on the toy instance (they must agree); ``script`` maps request
+    keys to texts (missing keys give garbage), or is a function of the request."""
+    answer = script if callable(script) else (lambda r: script.get(r.key, GARBAGE))
+    return engine_and_reference(spec, lambda: ScriptedGenerator(answer), verifier_script, context())
 
 
 def summary(result, ctx=None):
@@ -195,16 +182,7 @@ def test_environment_in_plan_check_continues_from_the_observed_state():
             return PICK_A_WRONG
         return STACK_AB if r.state == PICK_A_STATE else GARBAGE
 
-    ctx = context()
-    results = []
-    for engine in ("batched", "reference"):
-        gen = ScriptedGenerator(script)
-        if engine == "batched":
-            run_batched([ctx], ENV, gen, None, lambda c, r, t: results.append(r))
-        else:
-            results.append(plan_instance(ctx, ENV, gen, None))
-    assert results[0] == results[1]
-    result = results[0]
+    result, _ = run_both(ENV, script)
     assert summary(result) == ("success", None, ["goal"], 2, 0,
                                {"failed_tries": 0, "resets": 0, "in_plan_mismatches": 1})
     first = result.attempts[0].steps[0]

@@ -79,7 +79,8 @@ Adding a loop (e.g. AdaPlanner-style ``refine_resume``)
     returns an ``EpisodeResult`` whose ``plan`` is the list of steps it proposes (judged from s0 as
     above); (2) its plain twin ``reference(ctx, spec, model)`` calling
     ``model.generate``/``model.verify`` (:class:`~.reference.SequentialModel`). Register them as
-    ``loops.LOOPS[name] = LoopDef(loop, "optional")`` and ``reference.REFERENCE[name] = reference``
+    ``loops.LOOPS[name] = LoopDef(loop, "optional")`` (``environment=True`` if it
+    implements ``feedback: environment``) and ``reference.REFERENCE[name] = reference``
     (import the module in this ``__init__`` so the registration always runs), add its settings
     as fields of :class:`~.loops.PlannerSpec` and a ``conf/planner/<name>.yaml``. The engine,
     journal, judging, VAL, metrics and ``plansuite-eval`` need no change; the ``plan_both``
