@@ -43,7 +43,7 @@ def test_both_feedback_sources_run_and_say_which_they_used(instances, tmp_path):
             assert r["events"]["failed_tries"] >= r["events"]["resets"] * 3
     env_records = lines(tmp_path / "e" / "instances.jsonl")
     assert sum(r["events"]["in_plan_mismatches"] for r in env_records) > 0
-    assert all(r["val_valid"] for r in env_records if r["plan"] is not None and r["outcome"] == "success")
+    assert all(r["val_valid"] for r in env_records if r["outcome"] == "success")
     old = evaluate_cli(*common, "planner=generator_verifier", "verifier=oracle_action",
                        f"out_dir={tmp_path / 'g'}")
     assert old["feedback"] == "verifier" and old["budget"] == 30
@@ -97,7 +97,8 @@ def test_experiment_composes_each_setting_with_its_feedback():
 
 def test_sample_efficiency_sweep_writes_the_comparison(instances, tmp_path):
     sweep = tmp_path / "sweep"
-    cmd = [sys.executable, "-m", "plansuite.cli.eval", "-m", "experiment=adaplanner_sample_efficiency",
+    cmd = [sys.executable, "-m", "plansuite.cli.eval", "-m",
+           "experiment=adaplanner_sample_efficiency",
            *NOISY, "adaplanner.verifier=oracle_action", f"instances={instances}", "logger=none",
            "seed=0,1", "adaplanner.budget=25", "adaplanner.budgets=[5,10,25]",
            f"hydra.sweep.dir={sweep}", "progress_every_s=1000"]

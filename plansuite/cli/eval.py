@@ -138,13 +138,13 @@ def log_wandb(cfg: DictConfig, spec: PlannerSpec, results: dict, out: Path) -> N
     for name, r in results.get("baselines", {}).items():
         metrics.update({f"baseline/{name}/grr": r["grr"], f"baseline/{name}/btr": r["btr"]})
     columns = ["id", "outcome", "plan_length", "optimal_length", "attempts", "generator_calls",
-               "verifier_calls", "tokens", "val_valid"]
+               "verifier_calls", "tokens", "calls_to_success", "val_valid"]
     rows = []
     for line in (out / "instances.jsonl").read_text().splitlines():
         r = json.loads(line)
         rows.append([r["id"], r["outcome"], r["plan_length"], r["optimal_length"], r["attempts"],
                      r["calls"]["generator"], r["calls"]["verifier"], r["calls"]["tokens"],
-                     r["val_valid"]])
+                     r.get("calls_to_success"), r["val_valid"]])
     run.log({**metrics, "instances": wandb.Table(columns=columns, data=rows)})
     run.summary.update(metrics)
     run.finish()

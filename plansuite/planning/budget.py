@@ -54,12 +54,12 @@ def grr_at_budgets(records: Sequence[Mapping], budgets: Iterable[int]) -> list[d
     >>> [(p["budget"], p["successes"], p["grr"]) for p in grr_at_budgets(records, [2, 3, 20])]
     [(2, 0, 0.0), (3, 1, 0.25), (20, 2, 0.5)]
     """
-    costs = [calls_to_success(r) for r in records]
+    costs, n = [calls_to_success(r) for r in records], len(records)
     out = []
     for budget in budgets:
         wins = sum(c is not None and c <= budget for c in costs)
-        out.append({"budget": budget, "successes": wins, "n": len(records),
-                    "grr": rate(wins, len(records)), "grr_ci": list(wilson_interval(wins, len(records)))})
+        out.append({"budget": budget, "successes": wins, "n": n, "grr": rate(wins, n),
+                    "grr_ci": list(wilson_interval(wins, n))})
     return out
 
 
@@ -139,8 +139,8 @@ def compare_runs(runs: Sequence[Mapping], budgets: Sequence[int] | None = None,
                               "versus_baseline": {}}
     for name in names:
         records = list(by_setting[name].values())
-        report["settings"][name] = {**info[name], "seeds": sorted(info[name]["seeds"]), "n": len(records),
-                                    "curve": grr_at_budgets(records, budgets)}
+        report["settings"][name] = {**info[name], "seeds": sorted(info[name]["seeds"]),
+                                    "n": len(records), "curve": grr_at_budgets(records, budgets)}
     base = by_setting[baseline]
     for name in names:
         if name == baseline:
@@ -171,7 +171,8 @@ def format_report(report: Mapping) -> str:
     for name, rows in report["versus_baseline"].items():
         lines += ["", f"{name} minus {report['baseline']} (paired on {rows[0]['n']} seed x "
                       "instance items; Newcombe 95 % CI):", "",
-                  "| budget | delta | 95 % CI | only this | only baseline |", "|---|---|---|---|---|"]
+                  "| budget | delta | 95 % CI | only this | only baseline |",
+                  "|---|---|---|---|---|"]
         lines += [f"| {r['budget']} | {r['delta']:+.3f} | [{r['delta_ci'][0]:+.3f}, "
                   f"{r['delta_ci'][1]:+.3f}] | {r['a_only']} | {r['b_only']} |" for r in rows]
     return "\n".join(lines)

@@ -68,7 +68,8 @@ def paired_difference(a: Sequence[bool], b: Sequence[bool]) -> dict:
     high = delta + math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2)
                                  + (p2 - l2) ** 2))
     return {"n": n, "a": rate(both + a_only, n), "b": rate(both + b_only, n),
-            "delta": round(delta, 4), "delta_ci": [round(max(-1.0, low), 4), round(min(1.0, high), 4)],
+            "delta": round(delta, 4),
+            "delta_ci": [round(max(-1.0, low), 4), round(min(1.0, high), 4)],
             "a_only": a_only, "b_only": b_only}
 
 

@@ -109,7 +109,8 @@ def environment_feedback(task: GroundTask, step: StepRecord) -> StepRecord | Non
     if verdict is StepVerdict.BAD_ACTION:
         refusal = task.step(state, step.parsed.action)
         step.accepted = False
-        step.note = f"refused: {refusal.reason if isinstance(refusal, Inapplicable) else verdict.value}"
+        reason = refusal.reason if isinstance(refusal, Inapplicable) else verdict.value
+        step.note = f"refused: {reason}"
         return None
     step.accepted = True
     if verdict is StepVerdict.BAD_NEXT_STATE:
@@ -157,13 +158,11 @@ def refine_resume(ctx: InstanceContext, spec: PlannerSpec) -> LoopCoroutine:
                 calls += 1
                 step = decode_step(request.key, state, proposal.text, proposal.n_tokens)
                 trace.append(step)
-                accepted = None
-                if not step.parsed:
-                    pass  # nothing to check: a failed try
-                elif spec.feedback == "environment":
+                accepted = None  # an undecodable try stays None: a failed try, nothing to check
+                if step.parsed and spec.feedback == "environment":
                     accepted = environment_feedback(ctx.task, step)
                     events["in_plan_mismatches"] += bool(accepted and accepted.note)
-                else:
+                elif step.parsed:
                     [score] = yield Need(VERIFY, [ctx.verify_request(step)])
                     step.score, step.accepted = score
                     accepted = step if score.accepted else None
@@ -186,7 +185,8 @@ def refine_resume(ctx: InstanceContext, spec: PlannerSpec) -> LoopCoroutine:
     return give_up(attempts, plan, spec, events)
 
 
-def refine_reference(ctx: InstanceContext, spec: PlannerSpec, model: SequentialModel) -> EpisodeResult:
+def refine_reference(ctx: InstanceContext, spec: PlannerSpec,
+                     model: SequentialModel) -> EpisodeResult:
     """The same loop written plainly, one call at a time (the engine must agree with it)."""
     attempts: list[Attempt] = []
     events = new_events(spec)

@@ -214,8 +214,10 @@ def keep_batch(baseline: Mapping, candidate: Mapping, min_gain: int = 1,
     if min_gain < 1:
         raise ConfigError(f"min_gain={min_gain}: must be >= 1 (a batch must raise GRR)")
     items = sorted(baseline, key=repr)
-    diff = paired_difference([bool(candidate[i]) for i in items], [bool(baseline[i]) for i in items])
-    before, after, n = sum(map(bool, baseline.values())), sum(map(bool, candidate.values())), len(items)
+    diff = paired_difference([bool(candidate[i]) for i in items],
+                             [bool(baseline[i]) for i in items])
+    n = len(items)
+    before, after = sum(map(bool, baseline.values())), sum(map(bool, candidate.values()))
     ci = tuple(diff["delta_ci"])
     if after - before < min_gain:
         reason = f"rejected: {before} -> {after} of {n} validation items solved (needs +{min_gain})"
