@@ -49,12 +49,12 @@ def applicable_only(request) -> float:
     return OracleVerifier(check_next_state=False).score([request])[0]
 
 
-def plan_both(spec, script, verifier_script=None, ctx=None):
-    """Run one instance through the engine and the reference; they must agree exactly."""
-    ctx = ctx or context()
+def engine_and_reference(spec, make_generator, verifier_script=None, ctx=None):
+    """Run one instance through the engine and the reference; they must agree exactly.
+    Returns the result and the engine run's generator (its batches show the requests)."""
     results = []
     for engine in ("batched", "reference"):
-        gen = ScriptedGenerator.from_table({"toy": script}, default=GARBAGE)
+        gen = make_generator()
         ver = ScriptedVerifier(verifier_script) if verifier_script else None
         check_verifier(spec, ver)
         if engine == "batched":
@@ -65,9 +65,16 @@ def plan_both(spec, script, verifier_script=None, ctx=None):
             result = plan_instance(ctx, spec, gen, ver)
         assert result.generator_calls == gen.calls
         assert result.verifier_calls == (ver.calls if ver else 0)
-        results.append(result)
-    assert results[0] == results[1]
-    result = results[0]
+        results.append((result, gen))
+    assert results[0][0] == results[1][0]
+    return results[0]
+
+
+def plan_both(spec, script, verifier_script=None, ctx=None):
+    ctx = ctx or context()
+    result, _ = engine_and_reference(
+        spec, lambda: ScriptedGenerator.from_table({"toy": script}, default=GARBAGE),
+        verifier_script, ctx)
     outcome, first_bad = judge_plan(ctx.task, result.plan)
     return (outcome.value, first_bad, [a.end.value for a in result.attempts],
             result.generator_calls, result.verifier_calls)

@@ -123,7 +123,8 @@ def log_wandb(cfg: DictConfig, spec: PlannerSpec, results: dict, out: Path) -> N
     verifier_init = cfg.wandb.verifier_init or (cfg.verifier if cfg.verifier in VERIFIER_CHOICES
                                                 else None)
     tags = run_tags(planner=spec.name, verifier_init=verifier_init, k=spec.k,
-                    temperature=spec.temperature, seed=cfg.seed, experiment=cfg.wandb.experiment)
+                    temperature=spec.temperature, seed=cfg.seed, experiment=cfg.wandb.experiment,
+                    feedback=results["feedback"], budget=spec.budget)
     run = wandb.init(project=cfg.wandb.project, group=cfg.wandb.group or spec.name,
                      job_type="eval", tags=tags, dir=str(out), config=results["config"],
                      name=out.name)
@@ -137,13 +138,13 @@ def log_wandb(cfg: DictConfig, spec: PlannerSpec, results: dict, out: Path) -> N
     for name, r in results.get("baselines", {}).items():
         metrics.update({f"baseline/{name}/grr": r["grr"], f"baseline/{name}/btr": r["btr"]})
     columns = ["id", "outcome", "plan_length", "optimal_length", "attempts", "generator_calls",
-               "verifier_calls", "tokens", "val_valid"]
+               "verifier_calls", "tokens", "calls_to_success", "val_valid"]
     rows = []
     for line in (out / "instances.jsonl").read_text().splitlines():
         r = json.loads(line)
         rows.append([r["id"], r["outcome"], r["plan_length"], r["optimal_length"], r["attempts"],
                      r["calls"]["generator"], r["calls"]["verifier"], r["calls"]["tokens"],
-                     r["val_valid"]])
+                     r.get("calls_to_success"), r["val_valid"]])
     run.log({**metrics, "instances": wandb.Table(columns=columns, data=rows)})
     run.summary.update(metrics)
     run.finish()

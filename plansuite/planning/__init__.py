@@ -17,8 +17,9 @@ Attempt (one episode)
     ends with one of: ``goal`` (predicted state reaches the goal: the attempt may propose its
     plan), ``unparseable`` (the generation does not decode: nothing to continue from),
     ``rejected`` (the verifier refused a step, or the post-hoc filter refused the attempt),
-    ``max_steps``. Each step is one generator call with top-p sampling (p = 0.99, temperature 1 by
-    default), seeded per (run seed, instance, attempt, step) so results do not depend on batching.
+    ``max_steps``, ``budget`` (the instance's generator-call budget ran out). Each step is one
+    generator call with top-p sampling (p = 0.99, temperature 1 by default), seeded per (run
+    seed, instance, attempt, step) so results do not depend on batching.
 
 Loops (``conf/planner/``; ``loop:`` names below)
     ``sample`` -- generator@k: up to k attempts, no verifier; the first attempt that reaches the
@@ -37,6 +38,12 @@ Loops (``conf/planner/``; ``loop:`` names below)
     ``random_restart`` (a planner, ``loop: sample``) -- the symbolic baseline: the "generator"
         picks a uniformly random *applicable* action and reports the true next state; an attempt
         restarts after L_max steps (or at a dead end: no applicable action); ``no_plan`` after k.
+    ``refine_resume`` -- closed-loop refinement (AdaPlanner): a refused step is resampled from
+        the last accepted state (the checkpoint) instead of restarting from ``s0``; a reset to
+        ``s0`` after ``reset_after`` failed tries at one checkpoint; optional heating of the
+        temperature on retries; the feedback is the verifier (``feedback: verifier``) or the
+        simulator executing each action (``feedback: environment``). Exact semantics:
+        :mod:`plansuite.planning.refine`.
     Verifier planners use ``propose_on_failure: none``: no accepted attempt means ``no_plan``.
     The oracle verifier (``verifier=oracle``) is the simulator: it accepts a step iff the action
     is applicable in the predicted state and the predicted next state is the true one
@@ -55,7 +62,12 @@ Judging (the symbolic side only; :mod:`plansuite.planning.outcomes`)
 Calls
     ``generator`` = completions requested, ``tokens`` = new tokens generated, ``verifier`` =
     (state, action) items scored. The batched engine and the sequential reference make exactly
-    the same calls.
+    the same calls. Every loop stops after ``budget`` generator calls per instance (default
+    ``k * max_steps``, which k attempts never exceed), ending the attempt in progress as
+    ``budget``. ``calls_to_success`` in ``instances.jsonl`` is the number of generator calls
+    made when a successful plan was proposed; since no loop's requests depend on the budget
+    left, GRR at any smaller budget B is the fraction with ``calls_to_success <= B``
+    (:mod:`plansuite.planning.budget`: GRR-vs-calls curves and paired comparisons).
 
 Adding a loop (e.g. AdaPlanner-style ``refine_resume``)
     Write one module ``plansuite/planning/<name>.py`` holding (1) the coroutine
@@ -67,13 +79,15 @@ Adding a loop (e.g. AdaPlanner-style ``refine_resume``)
     returns an ``EpisodeResult`` whose ``plan`` is the list of steps it proposes (judged from s0 as
     above); (2) its plain twin ``reference(ctx, spec, model)`` calling
     ``model.generate``/``model.verify`` (:class:`~.reference.SequentialModel`). Register them as
-    ``loops.LOOPS[name] = LoopDef(loop, "optional")`` and ``reference.REFERENCE[name] = reference``
+    ``loops.LOOPS[name] = LoopDef(loop, "optional")`` (``environment=True`` if it
+    implements ``feedback: environment``) and ``reference.REFERENCE[name] = reference``
     (import the module in this ``__init__`` so the registration always runs), add its settings
     as fields of :class:`~.loops.PlannerSpec` and a ``conf/planner/<name>.yaml``. The engine,
     journal, judging, VAL, metrics and ``plansuite-eval`` need no change; the ``plan_both``
     helper of ``tests/test_planning_loops.py`` shows how to pin its semantics on both.
 """
 
+from plansuite.planning import refine as refine  # registers the refine_resume loop
 from plansuite.planning.episode import Attempt, End, EpisodeResult, InstanceContext, StepRecord
 from plansuite.planning.loops import LOOPS, Need, PlannerSpec
 from plansuite.planning.outcomes import Outcome, judge_plan

@@ -18,6 +18,7 @@ class End(str, Enum):
     UNPARSEABLE = "unparseable"
     REJECTED = "rejected"
     MAX_STEPS = "max_steps"
+    BUDGET = "budget"  # the instance's generator-call budget ran out
 
 
 @dataclass
@@ -29,6 +30,7 @@ class StepRecord:
     tokens: int = 0
     score: float | None = None  # verifier score, when scored
     accepted: bool | None = None
+    note: str | None = None  # what environment feedback said (a refusal's reason, a mismatch)
 
     @property
     def next_state(self) -> tuple[str, ...]:
@@ -40,7 +42,7 @@ class StepRecord:
         return {"key": list(self.key), "text": self.text, "tokens": self.tokens,
                 "action": parsed.action if isinstance(parsed, Step) else None,
                 "parse_error": None if isinstance(parsed, Step) else parsed.reason,
-                "score": self.score, "accepted": self.accepted}
+                "score": self.score, "accepted": self.accepted, "note": self.note}
 
 
 @dataclass
@@ -60,6 +62,7 @@ class EpisodeResult:
     generator_calls: int = 0
     verifier_calls: int = 0
     tokens: int = 0
+    events: dict[str, int] = field(default_factory=dict)  # loop-specific counts (refine_resume)
 
 
 @dataclass

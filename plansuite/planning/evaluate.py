@@ -2,12 +2,15 @@
 
 Output (``out_dir``)::
 
-    results.json     GRR/BTR with 95 % CIs, every outcome's count, calls/tokens, attempts, VAL
+    results.json     GRR/BTR with 95 % CIs, every outcome's count, calls/tokens, attempts,
+                     feedback (none | verifier | environment), the call budget per instance, VAL
                      agreement, plan quality vs Fast Downward, wall time, resolved config
     instances.jsonl  one line per instance: id, problem (its PDDL file), outcome, first_bad_step,
-                     plan, plan_length, optimal_length, attempts, attempt_ends, calls, sim_valid,
-                     val_valid/val_message, shard, elapsed_s (first request to last; instances
-                     overlap in the batched engine)
+                     plan, plan_length, optimal_length, attempts, attempt_ends, calls,
+                     calls_to_success (generator calls when a successful plan was proposed, else
+                     null), events (loop-specific counts), sim_valid, val_valid/val_message,
+                     shard, elapsed_s (first request to last; instances overlap in the batched
+                     engine)
     plans/<id>.plan  every proposed plan in IPC format
     journal/         per-shard journals, run.json, sessions.jsonl (resume and merge state)
 
@@ -35,7 +38,7 @@ from plansuite.pddl.val import validate, validate_binary
 from plansuite.planning.engine import run_batched
 from plansuite.planning.episode import EpisodeResult, InstanceContext
 from plansuite.planning.journal import Journal, write_atomic
-from plansuite.planning.loops import PlannerSpec, check_verifier
+from plansuite.planning.loops import PlannerSpec, check_verifier, feedback_source
 from plansuite.planning.metrics import summarize
 from plansuite.planning.optimal import OptimalLengths
 from plansuite.planning.outcomes import Outcome, judge_plan, plan_actions
@@ -80,6 +83,9 @@ def instance_record(ctx: InstanceContext, result: EpisodeResult, problem: Path,
         "attempt_ends": [a.end.value for a in result.attempts],
         "calls": {"generator": result.generator_calls, "verifier": result.verifier_calls,
                   "tokens": result.tokens},
+        # every loop stops at its proposal, so its calls so far are what success cost
+        "calls_to_success": result.generator_calls if outcome is Outcome.SUCCESS else None,
+        "events": result.events,
         "sim_valid": None if actions is None else ctx.task.check_plan(actions).valid,
         "val_valid": None, "val_message": None,
     }
@@ -195,7 +201,8 @@ def merge(out_dir: Path, ids: Sequence[str], spec: PlannerSpec, config: dict | N
     engine_s = sum(s["engine_s"] for s in sessions)
     run = json.loads((journal.dir / "run.json").read_text())
     run.pop("instances", None)
-    results = {"planner": spec.name, "loop": spec.loop, "k": spec.k, **summarize(ordered),
+    results = {"planner": spec.name, "loop": spec.loop, "k": spec.k,
+               "feedback": feedback_source(spec), "budget": spec.call_budget, **summarize(ordered),
                "run": run,  # what decided the outcomes: planner, seed, generator, verifier, ...
                "wall_s": round(sum(s["wall_s"] for s in sessions), 3),
                "engine_s": round(engine_s, 3),

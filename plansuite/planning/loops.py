@@ -38,6 +38,18 @@ class PlannerSpec:
     top_p: float = 0.99
     max_new_tokens: int | None = None  # None: the generator's default
     propose_on_failure: Literal["last", "none"] = "none"
+    budget: int | None = None  # generator calls per instance; None: k * max_steps (k full attempts)
+    # refine_resume only (plansuite/planning/refine.py):
+    feedback: Literal["verifier", "environment"] = "verifier"  # what accepts or refuses a step
+    reset_after: int | None = 3  # failed tries at one checkpoint before a reset to s0 (None: never)
+    max_failures: int | None = None  # failed tries per instance before giving up (None: no limit)
+    temperature_step: float = 0.0  # added to the temperature per failed try at the checkpoint
+    temperature_max: float = 2.0  # the retry temperature never exceeds this
+
+    @property
+    def call_budget(self) -> int:
+        """Generator calls one instance may use (every loop stops there)."""
+        return self.k * self.max_steps if self.budget is None else self.budget
 
     @classmethod
     def from_dict(cls, values: dict) -> PlannerSpec:
@@ -54,19 +66,31 @@ class PlannerSpec:
             raise ConfigError(f"planner {spec.name}: k and max_steps must be >= 1")
         if spec.propose_on_failure not in ("last", "none"):
             raise ConfigError("planner.propose_on_failure: choose 'last' or 'none'")
+        for key in ("budget", "reset_after", "max_failures"):
+            if getattr(spec, key) is not None and getattr(spec, key) < 1:
+                raise ConfigError(f"planner.{key}={getattr(spec, key)}: must be >= 1 (or null)")
+        if spec.feedback not in ("verifier", "environment"):
+            raise ConfigError(f"planner.feedback={spec.feedback}: choose verifier or environment")
+        if spec.feedback == "environment" and not LOOPS[spec.loop].environment:
+            raise ConfigError(f"planner.feedback=environment: loop '{spec.loop}' takes feedback "
+                              "from a verifier only (use loop: refine_resume)")
+        if spec.temperature_step < 0:
+            raise ConfigError("planner.temperature_step: must be >= 0")
         return spec
 
 
 LoopCoroutine = Generator[Need, list, EpisodeResult]
 
 
-def rollout(ctx: InstanceContext, spec: PlannerSpec, attempt: int,
-            stepwise_verifier: bool) -> Generator[Need, list, Attempt]:
-    """One attempt from s0 on the generator's own predicted states."""
+def rollout(ctx: InstanceContext, spec: PlannerSpec, attempt: int, stepwise_verifier: bool,
+            calls_left: int) -> Generator[Need, list, Attempt]:
+    """One attempt from s0 on the generator's own predicted states (one call per step)."""
     state, steps = ctx.init, []
     for i in range(spec.max_steps):
         if ctx.reached(state):
             return Attempt(attempt, steps, End.GOAL)
+        if i == calls_left:
+            return Attempt(attempt, steps, End.BUDGET)
         request = ctx.gen_request(state, (attempt, i), spec.temperature, spec.top_p,
                                   spec.max_new_tokens)
         [proposal] = yield Need(GENERATE, [request])
@@ -86,9 +110,13 @@ def rollout(ctx: InstanceContext, spec: PlannerSpec, attempt: int,
 def restart_at_k(ctx: InstanceContext, spec: PlannerSpec, stepwise_verifier: bool) -> LoopCoroutine:
     """generator@k (no verifier) and generator+verifier@k (step-wise, Algorithm 2)."""
     attempts: list[Attempt] = []
+    calls = 0
     for a in range(spec.k):
-        attempt = yield from rollout(ctx, spec, a, stepwise_verifier)
+        if calls == spec.call_budget:
+            break
+        attempt = yield from rollout(ctx, spec, a, stepwise_verifier, spec.call_budget - calls)
         attempts.append(attempt)
+        calls += len(attempt.steps)
         if attempt.end is End.GOAL:
             return EpisodeResult(attempts, attempt.steps, a)
     return give_up(attempts, spec)
@@ -105,9 +133,13 @@ def stepwise_at_k(ctx: InstanceContext, spec: PlannerSpec) -> LoopCoroutine:
 def posthoc_at_k(ctx: InstanceContext, spec: PlannerSpec) -> LoopCoroutine:
     """Post-hoc filter: the first goal-reaching attempt whose steps all pass the verifier."""
     attempts: list[Attempt] = []
+    calls = 0
     for a in range(spec.k):
-        attempt = yield from rollout(ctx, spec, a, stepwise_verifier=False)
+        if calls == spec.call_budget:
+            break
+        attempt = yield from rollout(ctx, spec, a, False, spec.call_budget - calls)
         attempts.append(attempt)
+        calls += len(attempt.steps)
         if attempt.end is not End.GOAL:
             continue
         scores = yield Need(VERIFY, [ctx.verify_request(s) for s in attempt.steps])
@@ -129,7 +161,8 @@ def give_up(attempts: list[Attempt], spec: PlannerSpec) -> EpisodeResult:
 @dataclass(frozen=True)
 class LoopDef:
     run: Callable[[InstanceContext, PlannerSpec], LoopCoroutine]
-    verifier: Literal["required", "forbidden", "optional"]
+    verifier: Literal["required", "forbidden", "optional"]  # with feedback: verifier
+    environment: bool = False  # accepts feedback: environment (then no verifier)
 
 
 LOOPS: dict[str, LoopDef] = {
@@ -139,12 +172,26 @@ LOOPS: dict[str, LoopDef] = {
 }
 
 
+def verifier_need(spec: PlannerSpec) -> Literal["required", "forbidden", "optional"]:
+    return "forbidden" if spec.feedback == "environment" else LOOPS[spec.loop].verifier
+
+
+def feedback_source(spec: PlannerSpec) -> Literal["none", "verifier", "environment"]:
+    """What accepted or refused steps while planning (stated in results and W&B tags)."""
+    if spec.feedback == "environment":
+        return "environment"
+    return "none" if verifier_need(spec) == "forbidden" else "verifier"
+
+
 def check_verifier(spec: PlannerSpec, verifier: Any) -> None:
     """A one-line error when the verifier setting does not fit the planner's loop."""
-    need = LOOPS[spec.loop].verifier
+    need = verifier_need(spec)
     if need == "required" and verifier is None:
         raise ConfigError(f"planner={spec.name} needs a verifier (verifier=DIR, oracle or "
                           "oracle_action)")
     if need == "forbidden" and verifier is not None:
+        if spec.feedback == "environment":
+            raise ConfigError(f"planner={spec.name} takes its feedback from the environment; "
+                              "set verifier=none")
         raise ConfigError(f"planner={spec.name} uses no verifier; set verifier=none or choose "
                           "planner=generator_verifier / posthoc")

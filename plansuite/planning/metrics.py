@@ -30,6 +30,49 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, flo
     return round(max(0.0, (centre - half) / denom), 4), round(min(1.0, (centre + half) / denom), 4)
 
 
+def paired_difference(a: Sequence[bool], b: Sequence[bool]) -> dict:
+    """Difference of two success rates measured on the same items, with a 95 % interval.
+
+    ``a[i]`` and ``b[i]`` are the two settings' results on item ``i`` (an instance and seed).
+    The interval is Newcombe's hybrid score interval for paired proportions (his method 10:
+    the Wilson intervals of both rates, combined with their continuity-corrected correlation),
+    which is tighter than two independent intervals when the settings succeed on mostly the
+    same items. ``a_only``/``b_only`` count the discordant items.
+
+    >>> paired_difference([True] * 50 + [True] * 10 + [False] * 2 + [False] * 38,
+    ...                   [True] * 50 + [False] * 10 + [True] * 2 + [False] * 38)
+    {'n': 100, 'a': 0.6, 'b': 0.52, 'delta': 0.08, 'delta_ci': [0.0113, 0.1468], 'a_only': 10, 'b_only': 2}
+    >>> paired_difference([True, False], [True, False])["delta_ci"]
+    [-0.5735, 0.5735]
+    """
+    if len(a) != len(b):
+        raise ValueError(f"paired results differ in length ({len(a)} vs {len(b)})")
+    n, pairs = len(a), list(zip(a, b, strict=True))
+    both = sum(bool(x and y) for x, y in pairs)
+    a_only = sum(bool(x and not y) for x, y in pairs)
+    b_only = sum(bool(y and not x) for x, y in pairs)
+    neither = n - both - a_only - b_only
+    if n == 0:
+        return {"n": 0, "a": 0.0, "b": 0.0, "delta": 0.0, "delta_ci": [-1.0, 1.0],
+                "a_only": 0, "b_only": 0}
+    p1, p2 = (both + a_only) / n, (both + b_only) / n
+    (l1, u1), (l2, u2) = wilson_interval(both + a_only, n), wilson_interval(both + b_only, n)
+    margins = (both + a_only) * (b_only + neither) * (both + b_only) * (a_only + neither)
+    cross = both * neither - a_only * b_only
+    if cross > 0:  # Newcombe's continuity correction of the correlation
+        cross = max(cross - n / 2, 0.0)
+    phi = cross / math.sqrt(margins) if margins else 0.0
+    delta = p1 - p2
+    low = delta - math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2)
+                                + (u2 - p2) ** 2))
+    high = delta + math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2)
+                                 + (p2 - l2) ** 2))
+    return {"n": n, "a": rate(both + a_only, n), "b": rate(both + b_only, n),
+            "delta": round(delta, 4),
+            "delta_ci": [round(max(-1.0, low), 4), round(min(1.0, high), 4)],
+            "a_only": a_only, "b_only": b_only}
+
+
 def rate(count: int, n: int) -> float:
     """``count / n`` rounded, 0 for an empty set.
 

@@ -5,9 +5,11 @@ so that tests can check the batched engine against it (identical attempts, outco
 counts) and the speed benchmark can measure what batching buys.
 
     for attempt in 1..k:
+        if the instance's generator-call budget is spent: stop
         s <- s0; plan <- []
         repeat:
             if s satisfies the goal: stop (goal)
+            if the budget is spent: stop (budget)
             (a, s') ~ G(goal, s)                  one generator call
             if (a, s') does not decode: stop (unparseable)
             if step-wise and V(s, a) < threshold: stop (rejected)
@@ -67,10 +69,15 @@ def restart_reference(ctx: InstanceContext, spec: PlannerSpec, model: Sequential
     """The ``sample``, ``stepwise`` and ``posthoc`` loops, as in the listing above."""
     attempts: list[Attempt] = []
     for a in range(spec.k):
+        if model.generator_calls == spec.call_budget:
+            break
         state, plan, end = ctx.init, [], None
         while end is None:
             if ctx.reached(state):
                 end = End.GOAL
+                break
+            if model.generator_calls == spec.call_budget:
+                end = End.BUDGET
                 break
             step = model.generate(state, (a, len(plan)))
             plan.append(step)

@@ -1,0 +1,237 @@
+"""``refine_resume``: closed-loop refinement that resumes from the last accepted state.
+
+AdaPlanner (Sun et al. 2023) revises its plan when the environment contradicts it and resumes
+from a saved checkpoint instead of starting over. Here the generator proposes one step at a
+time, so "revising" means resampling the refused step, and the checkpoint is the state after the
+last accepted step::
+
+    for episode in 1..k:                          an episode starts from s0 (a reset)
+        if the generator-call budget is spent: stop
+        s <- s0; plan <- []; tries <- 0           tries: failed tries at this checkpoint
+        repeat:
+            if s satisfies the goal: propose plan
+            if |plan| = L_max: next episode (max_steps)
+            if the budget is spent: stop (budget)
+            step ~ G(goal, s) at temperature min(T + tries * temperature_step, temperature_max)
+            if the step decodes and the feedback accepts it:
+                plan <- plan + [step]; s <- its next state; tries <- 0      (a new checkpoint)
+            else:
+                tries <- tries + 1; failures <- failures + 1
+                if failures = max_failures: stop (give up)
+                if tries = reset_after: next episode (rejected: reset to s0)
+    no plan (or, with propose_on_failure: last, the last episode's accepted steps)
+
+Feedback (``planner.feedback``)
+    ``verifier`` -- the learned verifier scores the step exactly as in step-wise planning; the
+        next state is the generator's own prediction; the simulator is never consulted.
+    ``environment`` -- the simulator executes the proposed action from the current (observed)
+        state, as ALFWorld does for AdaPlanner. An inapplicable (or unknown) action is refused
+        with the simulator's reason (the step's ``note``). An applicable action is executed, and
+        the in-plan check compares the predicted next state with the observed one; a mismatch
+        is recorded (``note``, and ``events["in_plan_mismatches"]``) and planning continues from
+        the observed state. The proposed plan is what was executed: its steps carry the
+        observed next states, so BTR is 0 by construction and GRR measures reaching the goal.
+        No verifier is used.
+
+Counting and seeds
+    Every try is one generator call; an undecodable try is a failed try without a feedback
+    call. The first try at a checkpoint uses the key ``(episode, step)`` -- the key step-wise
+    restart uses for the same step -- and retry ``t`` uses ``(episode, step, t)``. So, with a
+    generator seeded per request, refine_resume and step-wise restart sample the same steps
+    until the first refusal (common random numbers for paired comparisons). The loop never
+    looks at how much budget is left, so a run with budget B makes exactly the first B calls
+    of a run with a larger budget (what GRR-at-budget curves rely on, :mod:`.budget`).
+
+AdaPlanner's ALFWorld code allows ``NUM_TRY = 6`` plans per task and starts the plan again from
+step 1 after ``NUM_TRY_RESET = 3`` tries. With one generator call per step the counterparts are
+``reset_after: 3`` (failed tries at one checkpoint before the reset) and ``budget`` (calls per
+instance; ``max_failures: 6`` gives up after 6 failed tries, like its task-level limit).
+"""
+
+from __future__ import annotations
+
+from plansuite.pddl.codec import Step
+from plansuite.pddl.judge import StepVerdict, judge_step
+from plansuite.pddl.simulator import GroundTask, Inapplicable
+from plansuite.planning.episode import (
+    Attempt,
+    End,
+    EpisodeResult,
+    InstanceContext,
+    StepRecord,
+    decode_step,
+)
+from plansuite.planning.loops import (
+    GENERATE,
+    LOOPS,
+    VERIFY,
+    LoopCoroutine,
+    LoopDef,
+    Need,
+    PlannerSpec,
+)
+from plansuite.planning.reference import REFERENCE, SequentialModel
+
+
+def retry_temperature(spec: PlannerSpec, tries: int) -> float:
+    """The sampling temperature after ``tries`` failed tries at the current checkpoint.
+
+    >>> spec = PlannerSpec(temperature=1.0, temperature_step=0.25, temperature_max=1.6)
+    >>> [retry_temperature(spec, t) for t in range(4)]
+    [1.0, 1.25, 1.5, 1.6]
+    >>> retry_temperature(PlannerSpec(temperature=0.7), 5)  # temperature_step 0: no heating
+    0.7
+    """
+    if spec.temperature_step == 0:
+        return spec.temperature
+    return min(spec.temperature + tries * spec.temperature_step,
+               max(spec.temperature_max, spec.temperature))
+
+
+def request_key(episode: int, step: int, tries: int) -> tuple[int, ...]:
+    """First try: step-wise restart's key for the same step; retries get their own seeds.
+
+    >>> request_key(0, 3, 0), request_key(0, 3, 2)
+    ((0, 3), (0, 3, 2))
+    """
+    return (episode, step) if tries == 0 else (episode, step, tries)
+
+
+def environment_feedback(task: GroundTask, step: StepRecord) -> StepRecord | None:
+    """The simulator executes ``step`` from its (observed) state.
+
+    Returns the executed step -- the same generation, with the observed next state -- or None
+    when the action is refused. Either way ``step`` (the trace entry) gets ``accepted`` and, for
+    a refusal or a failed in-plan check, a ``note`` saying why.
+    """
+    state = task.encode(step.state)  # an observed state: its atoms always exist
+    verdict, observed = judge_step(task, state, step.parsed)
+    if verdict is StepVerdict.BAD_ACTION:
+        refusal = task.step(state, step.parsed.action)
+        step.accepted = False
+        reason = refusal.reason if isinstance(refusal, Inapplicable) else verdict.value
+        step.note = f"refused: {reason}"
+        return None
+    step.accepted = True
+    if verdict is StepVerdict.BAD_NEXT_STATE:
+        step.note = "in-plan check failed: the observed next state differs from the prediction"
+    executed = Step(step.parsed.action, tuple(task.decode(observed)))
+    return StepRecord(step.key, step.state, step.text, executed, step.tokens, None, True, step.note)
+
+
+def give_up(attempts: list[Attempt], accepted: list[StepRecord], spec: PlannerSpec,
+            events: dict[str, int]) -> EpisodeResult:
+    """No episode reached the goal: propose the last one's accepted steps, or nothing."""
+    if spec.propose_on_failure == "last" and attempts:
+        return EpisodeResult(attempts, accepted, attempts[-1].index, events=events)
+    return EpisodeResult(attempts, None, None, events=events)
+
+
+def new_events(spec: PlannerSpec) -> dict[str, int]:
+    events = {"failed_tries": 0, "resets": 0}
+    if spec.feedback == "environment":
+        events["in_plan_mismatches"] = 0
+    return events
+
+
+def refine_resume(ctx: InstanceContext, spec: PlannerSpec) -> LoopCoroutine:
+    """The loop of the module docstring, as a coroutine for the batched engine."""
+    attempts: list[Attempt] = []
+    events = new_events(spec)
+    calls, plan = 0, []
+    for episode in range(spec.k):
+        if calls == spec.call_budget:
+            break
+        state, plan, trace, tries, end = ctx.init, [], [], 0, None
+        while end is None:
+            if ctx.reached(state):
+                end = End.GOAL
+            elif len(plan) == spec.max_steps:
+                end = End.MAX_STEPS
+            elif calls == spec.call_budget:
+                end = End.BUDGET
+            else:
+                request = ctx.gen_request(state, request_key(episode, len(plan), tries),
+                                          retry_temperature(spec, tries), spec.top_p,
+                                          spec.max_new_tokens)
+                [proposal] = yield Need(GENERATE, [request])
+                calls += 1
+                step = decode_step(request.key, state, proposal.text, proposal.n_tokens)
+                trace.append(step)
+                accepted = None  # an undecodable try stays None: a failed try, nothing to check
+                if step.parsed and spec.feedback == "environment":
+                    accepted = environment_feedback(ctx.task, step)
+                    events["in_plan_mismatches"] += bool(accepted and accepted.note)
+                elif step.parsed:
+                    [score] = yield Need(VERIFY, [ctx.verify_request(step)])
+                    step.score, step.accepted = score
+                    accepted = step if score.accepted else None
+                if accepted is not None:
+                    plan.append(accepted)
+                    state, tries = accepted.next_state, 0
+                    continue
+                tries += 1
+                events["failed_tries"] += 1
+                if spec.max_failures is not None and events["failed_tries"] == spec.max_failures:
+                    end = End.REJECTED
+                elif spec.reset_after is not None and tries == spec.reset_after:
+                    end = End.REJECTED
+                    events["resets"] += 1
+        attempts.append(Attempt(episode, trace, end))
+        if end is End.GOAL:
+            return EpisodeResult(attempts, plan, episode, events=events)
+        if end is End.BUDGET or events["failed_tries"] == spec.max_failures:
+            break
+    return give_up(attempts, plan, spec, events)
+
+
+def refine_reference(ctx: InstanceContext, spec: PlannerSpec,
+                     model: SequentialModel) -> EpisodeResult:
+    """The same loop written plainly, one call at a time (the engine must agree with it)."""
+    attempts: list[Attempt] = []
+    events = new_events(spec)
+    failures, plan = 0, []
+    for episode in range(spec.k):
+        if model.generator_calls == spec.call_budget:
+            break
+        state, plan, trace, tries = ctx.init, [], [], 0
+        while True:
+            if ctx.reached(state):
+                attempts.append(Attempt(episode, trace, End.GOAL))
+                return EpisodeResult(attempts, plan, episode, events=events)
+            if len(plan) == spec.max_steps:
+                attempts.append(Attempt(episode, trace, End.MAX_STEPS))
+                break  # next episode
+            if model.generator_calls == spec.call_budget:
+                attempts.append(Attempt(episode, trace, End.BUDGET))
+                return give_up(attempts, plan, spec, events)
+            key = request_key(episode, len(plan), tries)
+            step = model.generate(state, key, retry_temperature(spec, tries))
+            trace.append(step)
+            executed = None
+            if step.parsed and spec.feedback == "environment":
+                executed = environment_feedback(ctx.task, step)
+                if executed is not None and executed.note:
+                    events["in_plan_mismatches"] += 1
+            elif step.parsed and model.verify([step]):
+                executed = step
+            if executed is not None:  # a new checkpoint
+                plan.append(executed)
+                state = executed.next_state
+                tries = 0
+                continue
+            tries += 1
+            failures += 1
+            events["failed_tries"] = failures
+            if failures == spec.max_failures:
+                attempts.append(Attempt(episode, trace, End.REJECTED))
+                return give_up(attempts, plan, spec, events)
+            if tries == spec.reset_after:
+                events["resets"] += 1
+                attempts.append(Attempt(episode, trace, End.REJECTED))
+                break  # back to s0
+    return give_up(attempts, plan, spec, events)
+
+
+LOOPS["refine_resume"] = LoopDef(refine_resume, "required", environment=True)
+REFERENCE["refine_resume"] = refine_reference
