@@ -57,6 +57,9 @@ def run(cfg: DictConfig) -> dict | None:
     for key in ("generator", "instances"):
         if OmegaConf.is_missing(cfg, key):
             raise ConfigError(f"{key}: required, e.g. plansuite-eval {key}=DIR")
+    if cfg.get("logger") and not str(cfg.logger.get("_target_", "")).endswith("WandbLogger"):
+        raise ConfigError("logger: plansuite-eval logs to W&B (logger=wandb) or not at all "
+                          "(logger=none); results.json is always written")
     spec = PlannerSpec.from_dict(OmegaConf.to_container(cfg.planner, resolve=True))
     path = domain_file(cfg.domain.name, cfg.domain.get("file"))
     domain = load_domain(path)
@@ -108,10 +111,8 @@ def run(cfg: DictConfig) -> dict | None:
     for name, r in baselines.items():
         print(table_row(f"  baseline {name}", r))
     print(f"[eval] wrote {out / 'results.json'}")
-    if cfg.logger == "wandb":
+    if cfg.get("logger"):
         log_wandb(cfg, spec, results, out)
-    elif cfg.logger not in ("none", None):
-        raise ConfigError(f"logger={cfg.logger}: choose wandb or none")
     return results
 
 
@@ -125,7 +126,7 @@ def log_wandb(cfg: DictConfig, spec: PlannerSpec, results: dict, out: Path) -> N
     tags = run_tags(planner=spec.name, verifier_init=verifier_init, k=spec.k,
                     temperature=spec.temperature, seed=cfg.seed, experiment=cfg.wandb.experiment,
                     feedback=results["feedback"], budget=spec.budget)
-    run = wandb.init(project=cfg.wandb.project, group=cfg.wandb.group or spec.name,
+    run = wandb.init(project=cfg.logger.get("project", "plansuite"), group=cfg.wandb.group or spec.name,
                      job_type="eval", tags=tags, dir=str(out), config=results["config"],
                      name=out.name)
     metrics = {"grr": results["grr"], "btr": results["btr"],
