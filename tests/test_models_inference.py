@@ -143,6 +143,19 @@ def test_generate_is_seeded_and_reports_new_tokens(gen_export, data_dir):
         policy.generate(prompts, top_p=0)
 
 
+def test_per_row_seeds_make_each_row_independent_of_its_batch(gen_export, data_dir):
+    policy = GeneratorPolicy.from_export(gen_export, batch_size=3)
+    prompts = [r.prompt for r in load_transitions(data_dir, "val")[:6]]
+    seeds = [11, 12, 13, 14, 15, 16]
+    together = [g.text for g in policy.generate(prompts, seed=seeds)]
+    alone = [policy.generate([p], seed=[s])[0].text for p, s in zip(prompts, seeds, strict=True)]
+    reordered = policy.generate(prompts[::-1], seed=seeds[::-1])
+    assert together == alone == [g.text for g in reordered][::-1]
+    assert len(set(together)) > 1  # the rows really are sampled, not greedy
+    with pytest.raises(ConfigError):
+        policy.generate(prompts, seed=[1, 2])
+
+
 def test_generation_stops_at_end(gen_export):
     policy = GeneratorPolicy.from_export(gen_export)
     end = encode(policy.tokenizer, ["END"])[0][0]

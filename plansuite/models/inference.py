@@ -10,9 +10,10 @@ Generator::
 
 Rows are generated together with a KV cache (left padding, attention mask and explicit position
 ids) and each row stops at ``END`` (or the end-of-sequence token). ``temperature == 0`` is greedy;
-otherwise nucleus sampling (``top_p``, no top-k) with a private ``torch.Generator`` seeded by
-``seed``: the same call with the same seed returns the same texts, and the global RNG is
-untouched. ``max_new_tokens=None`` uses the export's ``max_new_tokens`` (twice the longest
+otherwise nucleus sampling (``top_p``, no top-k). ``seed`` is one int for the whole call, or
+one int per prompt: then each row draws its uniforms from its own ``random.Random(seed)``, so a
+row's text does not depend on which other rows share its batch (the planning engine relies on
+this to match its sequential reference). Either way the global RNG is untouched. ``max_new_tokens=None`` uses the export's ``max_new_tokens`` (twice the longest
 training completion), clipped to the model's context.
 
 Verifier::
@@ -30,7 +31,8 @@ for a missing, foreign or incompatible export.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable
+import random
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,11 +75,13 @@ def _cache_of(output):
 def sample_ids(model: PreTrainedModel, prompts: list[list[int]], *, pad_id: int,
                stop_ids: Iterable[int], max_new_tokens: int, temperature: float = 1.0,
                top_p: float = 1.0, generator: torch.Generator | None = None,
+               row_rngs: Sequence[random.Random] | None = None,
                banned_ids: Iterable[int] = ()) -> list[list[int]]:
     """New token ids per prompt (each ending at its first stop id, if reached).
 
     One forward pass over the left-padded prompts, then one token per step for the rows still
-    running; finished rows are dropped from the batch and the cache.
+    running; finished rows are dropped from the batch and the cache. With ``row_rngs`` each row
+    samples by inverse CDF from a uniform of its own generator (batching-independent).
     """
     device = model.device
     n = len(prompts)
@@ -99,7 +103,12 @@ def sample_ids(model: PreTrainedModel, prompts: list[list[int]], *, pad_id: int,
             tokens = logits.argmax(-1)
         else:
             probs = _top_p_filter(torch.softmax(logits / temperature, dim=-1), top_p)
-            tokens = torch.multinomial(probs, 1, generator=generator).squeeze(1)
+            if row_rngs is not None:
+                u = torch.tensor([row_rngs[r].random() for r in rows.tolist()], device=device)
+                cdf = probs.cumsum(-1)
+                tokens = (cdf < u[:, None] * cdf[:, -1:]).sum(-1).clamp(max=probs.shape[-1] - 1)
+            else:
+                tokens = torch.multinomial(probs, 1, generator=generator).squeeze(1)
         for r, t in zip(rows.tolist(), tokens.tolist(), strict=True):
             new[r].append(t)
         live = ~torch.isin(tokens, stops)
@@ -138,15 +147,20 @@ class GeneratorPolicy:
         return policy
 
     def generate(self, prompts: list[str], temperature: float = 1.0, top_p: float = 0.99,
-                 max_new_tokens: int | None = None, seed: int | None = None) -> list[Generated]:
+                 max_new_tokens: int | None = None,
+                 seed: int | Sequence[int] | None = None) -> list[Generated]:
         if temperature < 0 or not 0 < top_p <= 1:
             raise ConfigError(f"generation: temperature must be >= 0 and top_p in (0, 1] "
                               f"(got {temperature}, {top_p})")
         if not prompts:
             return []
         budget = max_new_tokens or self.max_new_tokens
-        generator = None
-        if temperature > 0:
+        generator, rngs = None, None
+        if temperature > 0 and isinstance(seed, Sequence):
+            if len(seed) != len(prompts):
+                raise ConfigError(f"generation: {len(seed)} seeds for {len(prompts)} prompts")
+            rngs = [random.Random(int(s)) for s in seed]
+        elif temperature > 0:
             generator = torch.Generator(device=self.model.device)
             if seed is None:
                 generator.seed()
@@ -164,6 +178,7 @@ class GeneratorPolicy:
             new = sample_ids(self.model, chunk, pad_id=self.tokenizer.pad_token_id,
                              stop_ids=self.stop_ids, max_new_tokens=budget,
                              temperature=temperature, top_p=top_p, generator=generator,
+                             row_rngs=rngs[start:start + self.batch_size] if rngs else None,
                              banned_ids=self.banned_ids)
             out.extend(Generated(self._text(ids), len(ids)) for ids in new)
         return out

@@ -30,8 +30,8 @@ class ModelGenerator:
     """``GeneratorPolicy`` behind the planner interface.
 
     Requests are grouped by sampling settings (a loop may raise the temperature on retries);
-    one ``generate`` call per group, seeded with its first request's seed, so a run is
-    reproducible for a fixed batching. (Per-row seeds would make it batching-independent too.)
+    one ``generate`` call per group with one seed per request, so each completion depends only
+    on its own request (batched engine == sequential reference, up to float rounding).
     """
 
     def __init__(self, policy):
@@ -46,7 +46,7 @@ class ModelGenerator:
             generated = self.policy.generate([requests[i].prompt for i in index],
                                              temperature=temperature, top_p=top_p,
                                              max_new_tokens=max_new_tokens,
-                                             seed=requests[index[0]].seed)
+                                             seed=[requests[i].seed for i in index])
             for i, g in zip(index, generated, strict=True):
                 out[i] = Proposal(str(g.text), int(g.n_tokens))
         return out
