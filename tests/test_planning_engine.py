@@ -141,7 +141,7 @@ def test_model_generator_groups_sampling_settings_and_keeps_order():
     assert proposals[0].text.startswith("ACTION:\n(pickup b0)")  # group (T=1.0): rows 0, 2
     assert proposals[2].text.startswith("ACTION:\n(pickup b1)")
     assert proposals[1].text.startswith("ACTION:\n(pickup b0)")  # group (T=1.5): row 1
-    assert sorted(policy.calls) == [(1, 1.5, 0.99, None, 12), (2, 1.0, 0.99, None, 11)]
+    assert sorted(policy.calls) == [(1, 1.5, 0.99, None, [12]), (2, 1.0, 0.99, None, [11, 13])]
     assert req.prompt == "GOAL:\n(on a b)\nSTATE:\n(arm-empty)\n"
 
 
