@@ -62,12 +62,15 @@ def results(folder: Path) -> dict:
     return json.loads((folder / "results.json").read_text())
 
 
-def composed(*overrides: str):
-    """The eval config with the Hydra node resolvable (as inside a job)."""
+def composed(*overrides: str, config: str = "eval"):
+    """The config resolved as inside a job (``${hydra:...}`` included)."""
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = compose("eval", list(overrides), return_hydra_config=True)
+        cfg = compose(config, list(overrides), return_hydra_config=True)
     HydraConfig.instance().set_config(cfg)
-    return cfg
+    try:
+        return OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+    finally:
+        HydraConfig.instance().cfg = None  # no Hydra state for the tests that follow
 
 
 # ---- composition -----------------------------------------------------------------------------
@@ -86,12 +89,11 @@ def test_every_experiment_composes_and_each_swept_value_resolves(name):
     for key, values in params.items():
         for value in str(values).split(","):
             job = composed(f"experiment={name}", *extra, f"{key}={value}")
-            resolved = OmegaConf.to_container(job, resolve=True)
-            assert resolved["out_dir"] == f"{resolved['hydra']['sweep']['dir']}/" \
-                                          f"{resolved['hydra']['sweep']['subdir']}"
+            assert job.out_dir == f"{job.hydra.sweep.dir}/{job.hydra.sweep.subdir}"
+            chosen = OmegaConf.select(job, key)  # a value, or a group's chosen config
+            assert (chosen.name if OmegaConf.is_dict(chosen) else chosen) == yaml.safe_load(value)
             if name.startswith("gripper"):
-                assert resolved["domain"]["name"] == "gripper"
-                assert resolved["inputs"]["root"] == "outputs/demo-gripper"
+                assert job.domain.name == "gripper" and job.inputs.root == "outputs/demo-gripper"
 
 
 def test_defaults_follow_the_demo_layout_and_one_key_moves_them():
@@ -268,9 +270,20 @@ def test_slurm_preset_submits_one_task_per_device_on_each_node(dataset, tmp_path
 
 
 def test_slurm_preset_gives_an_eval_job_one_task():
-    cfg = composed("hydra/launcher=slurm", "experiment=paper_fig2_k")
-    launcher = OmegaConf.to_container(cfg.hydra.launcher, resolve=True)
-    assert (launcher["nodes"], launcher["tasks_per_node"], launcher["gpus_per_node"]) == (1, 1, 1)
+    launcher = composed("hydra/launcher=slurm", "experiment=paper_fig2_k").hydra.launcher
+    assert (launcher.nodes, launcher.tasks_per_node, launcher.gpus_per_node) == (1, 1, 1)
+
+
+def test_training_runs_carry_the_seed_and_verifier_init_tags(dataset, tmp_path):
+    from plansuite.cli.train import make_trainer
+
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose("train", ["model=verifier", "model.init=base", "seed=3", "logger=wandb",
+                                f"data_dir={dataset}", f"out_dir={tmp_path}"])
+    trainer, _, _ = make_trainer(cfg, "blocksworld", "toy", tmp_path)
+    init = trainer.logger._wandb_init
+    assert {"seed:3", "init:base", "model:verifier", "domain:blocksworld"} <= set(init["tags"])
+    assert init["group"] == "blocksworld-verifier"
 
 
 def test_ddp_inside_a_local_multirun_is_refused_before_training(dataset, tmp_path):
