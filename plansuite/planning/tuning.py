@@ -42,7 +42,7 @@ def _key(override: str) -> str:
 
 
 def best_on_test_overrides(search_overrides: Sequence[str], best: Mapping[str, Any],
-                   test_instances: str, out_dir: str) -> list[str]:
+                           test_instances: str, out_dir: str) -> list[str]:
     """The search's overrides without the search itself, plus the best parameters and the test set.
 
     >>> best_on_test_overrides(["hparams_search=temperature", "generator=G", "tuning.data=D",
@@ -72,7 +72,7 @@ class EvaluateBestOnTest(Callback):
         sweep = Path(str(config.hydra.sweep.dir))
         best = best_params(sweep)
         overrides = best_on_test_overrides(list(config.hydra.overrides.task), best, self.test_instances,
-                                   str(sweep / "test-best"))
+                                           str(sweep / "test-best"))
         print(f"[tuning] best {best} on the validation instances; test run: "
               f"plansuite-eval {' '.join(overrides)}", flush=True)
         done = subprocess.run([sys.executable, "-m", "plansuite.cli.eval", *overrides])
