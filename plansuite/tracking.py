@@ -3,13 +3,19 @@
 Every entrypoint calls :func:`ensure_offline_default` before touching wandb: without an API key
 (``WANDB_API_KEY`` or a ``~/.netrc`` entry) and without an explicit ``WANDB_MODE``, runs are
 written offline under ``<dir>/wandb/offline-run-*`` and can be uploaded later with ``wandb sync``.
-Offline runs write no ``wandb-summary.json``; callers keep their own results file.
+Offline runs write no ``wandb-summary.json``; callers keep their own results file, and
+:func:`read_offline_run` reads back what a run logged (tags, group, config, summary).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import struct
 from pathlib import Path
+
+_BLOCK = 32768  # the .wandb file is a LevelDB-style log of protobuf records in 32 KiB blocks
+_FULL, _FIRST, _MIDDLE, _LAST = 1, 2, 3, 4
 
 
 def has_api_key() -> bool:
@@ -34,3 +40,68 @@ def run_tags(**fields) -> list[str]:
     ['planner:generator_verifier', 'k:25']
     """
     return [f"{k}:{v}" for k, v in fields.items() if v is not None and v != ""]
+
+
+def run_group(experiment: str, planner: str, verifier_init: str | None, k: int,
+              temperature: float) -> str:
+    """The W&B group of an evaluation: everything that defines it except the seed, so the
+    dashboard averages seeds within a group and compares groups.
+
+    >>> run_group("paper_table2", "generator_verifier", "base", 25, 1.0)
+    'paper_table2/generator_verifier-base-k25-t1.0'
+    """
+    return f"{experiment}/{planner}-{verifier_init or 'none'}-k{k}-t{temperature}"
+
+
+def _records(data: bytes) -> list[bytes]:
+    """The record payloads of a ``.wandb`` log (7-byte file header, then per record: crc32,
+    length, type, payload; a record never starts in a block's last 6 bytes)."""
+    if data[:4] != b":W&B":
+        raise ValueError("not a W&B run file")
+    records, pos, pending = [], 7, b""
+    while pos + 7 <= len(data):
+        if _BLOCK - pos % _BLOCK < 7:  # block trailer padding
+            pos += _BLOCK - pos % _BLOCK
+            continue
+        _crc, length, kind = struct.unpack("<IHB", data[pos:pos + 7])
+        if kind == 0:  # zero padding up to the next block
+            pos += _BLOCK - pos % _BLOCK
+            continue
+        payload, pos = data[pos + 7:pos + 7 + length], pos + 7 + length
+        if kind == _FULL:
+            records.append(payload)
+        elif kind == _FIRST:
+            pending = payload
+        elif kind == _MIDDLE:
+            pending += payload
+        elif kind == _LAST:
+            records.append(pending + payload)
+    return records
+
+
+def read_offline_run(run_dir: str | Path) -> dict:
+    """What an offline run (``wandb/offline-run-*``) logged: ``tags``, ``group``, ``job_type``,
+    ``name``, ``config`` and ``summary`` (dicts of JSON values) and ``finished`` (the run was
+    closed with ``finish()``, i.e. its exit record is there)."""
+    from wandb.proto import wandb_internal_pb2
+
+    files = sorted(Path(run_dir).glob("run-*.wandb"))
+    if not files:
+        raise FileNotFoundError(f"{run_dir}: no run-*.wandb file")
+    out: dict = {"tags": [], "group": None, "job_type": None, "name": None, "config": {},
+                 "summary": {}, "finished": False}
+    for payload in _records(files[0].read_bytes()):
+        record = wandb_internal_pb2.Record()
+        record.ParseFromString(payload)
+        kind = record.WhichOneof("record_type")
+        if kind == "run":
+            run = record.run
+            out.update(tags=list(run.tags), group=run.run_group, job_type=run.job_type,
+                       name=run.display_name)
+            out["config"].update({i.key: json.loads(i.value_json) for i in run.config.update})
+        elif kind == "summary":
+            out["summary"].update({i.key or "/".join(i.nested_key): json.loads(i.value_json)
+                                   for i in record.summary.update})
+        elif kind == "exit":
+            out["finished"] = True
+    return out

@@ -37,8 +37,10 @@ from plansuite.planning.evaluate import (
 )
 from plansuite.planning.loops import PlannerSpec
 from plansuite.planning.optimal import OptimalLengths
-from plansuite.tracking import ensure_offline_default, run_tags
+from plansuite.report.collect import verifier_init
+from plansuite.tracking import ensure_offline_default, run_group, run_tags
 
+OPTIMIZABLE = ("grr", "btr")
 SUMMARY_KEYS = ("grr", "grr_ci", "btr", "btr_ci", "n_instances", "outcomes", "calls", "attempts")
 
 
@@ -57,6 +59,8 @@ def run(cfg: DictConfig) -> dict | None:
     for key in ("generator", "instances"):
         if OmegaConf.is_missing(cfg, key):
             raise ConfigError(f"{key}: required, e.g. plansuite-eval {key}=DIR")
+    if cfg.get("optimized_metric") and cfg.optimized_metric not in OPTIMIZABLE:
+        raise ConfigError(f"optimized_metric={cfg.optimized_metric}: choose from {', '.join(OPTIMIZABLE)}")
     if cfg.get("logger") and not str(cfg.logger.get("_target_", "")).endswith("WandbLogger"):
         raise ConfigError("logger: plansuite-eval logs to W&B (logger=wandb) or not at all "
                           "(logger=none); results.json is always written")
@@ -121,14 +125,18 @@ def log_wandb(cfg: DictConfig, spec: PlannerSpec, results: dict, out: Path) -> N
     ensure_offline_default()
     import wandb
 
-    verifier_init = cfg.wandb.verifier_init or (cfg.verifier if cfg.verifier in VERIFIER_CHOICES
-                                                else None)
-    tags = run_tags(planner=spec.name, verifier_init=verifier_init, k=spec.k,
-                    temperature=spec.temperature, seed=cfg.seed, experiment=cfg.wandb.experiment,
+    init = cfg.wandb.verifier_init or verifier_init({"verifier": str(cfg.verifier)},
+                                                    out / "results.json")
+    experiment = cfg.wandb.experiment
+    tags = run_tags(experiment=experiment, domain=cfg.domain.name, planner=spec.name,
+                    verifier_init=init, k=spec.k, temperature=spec.temperature, seed=cfg.seed,
                     feedback=results["feedback"], budget=spec.budget)
-    run = wandb.init(project=cfg.logger.get("project", "plansuite"), group=cfg.wandb.group or spec.name,
-                     job_type="eval", tags=tags, dir=str(out), config=results["config"],
-                     name=out.name)
+    group = cfg.wandb.group or run_group(experiment or "eval", spec.name, init, spec.k,
+                                         spec.temperature)
+    config = {**results["config"], "wandb": {**results["config"].get("wandb", {}),
+                                              "group": group, "verifier_init": init}}
+    run = wandb.init(project=cfg.logger.get("project", "plansuite"), group=group,
+                     job_type="eval", tags=tags, dir=str(out), config=config, name=out.name)
     metrics = {"grr": results["grr"], "btr": results["btr"],
                "grr_ci_low": results["grr_ci"][0], "grr_ci_high": results["grr_ci"][1],
                "btr_ci_low": results["btr_ci"][0], "btr_ci_high": results["btr_ci"][1],
@@ -151,9 +159,15 @@ def log_wandb(cfg: DictConfig, spec: PlannerSpec, results: dict, out: Path) -> N
     run.finish()
 
 
+def objective(cfg: DictConfig, results: dict | None) -> float | None:
+    """What a sweeper optimises (``optimized_metric``, set by ``conf/hparams_search/``)."""
+    metric = cfg.get("optimized_metric")  # checked against OPTIMIZABLE before planning
+    return float(results[metric]) if metric and results is not None else None
+
+
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="eval")
-def main(cfg: DictConfig) -> None:
-    run(cfg)
+def main(cfg: DictConfig) -> float | None:
+    return objective(cfg, run(cfg))
 
 
 if __name__ == "__main__":

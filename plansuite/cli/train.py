@@ -39,6 +39,29 @@ def is_child_process() -> bool:
     return int(os.environ.get("LOCAL_RANK", 0)) > 0 or int(os.environ.get("NODE_RANK", 0)) > 0
 
 
+def check_sweep_strategy(trainer_cfg) -> None:
+    """Refuse Lightning's re-launching DDP inside a local Hydra multirun.
+
+    Lightning's ``ddp`` starts its extra ranks by re-running this script's command line; under
+    ``-m`` each child then runs the whole sweep again (an open Hydra/Lightning bug). Processes
+    started by a cluster (SLURM tasks, torchrun) are not re-launched, so they are fine.
+    """
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    if not HydraConfig.initialized() or HydraConfig.get().mode != RunMode.MULTIRUN:
+        return
+    if any(v in os.environ for v in ("SLURM_NTASKS", "LOCAL_RANK", "WORLD_SIZE")):
+        return  # the cluster (or torchrun) started every rank itself
+    devices, nodes = trainer_cfg.get("devices", 1), trainer_cfg.get("num_nodes", 1)
+    strategy = str(trainer_cfg.get("strategy", "auto"))
+    if strategy in ("ddp", "auto") and (devices != 1 or nodes != 1):
+        raise ConfigError(f"trainer.strategy={strategy} on {devices} devices under -m (multirun): "
+                          "Lightning's DDP children would re-run the whole sweep; use one device "
+                          "per job (trainer=cpu|gpu), trainer.strategy=ddp_spawn, or the SLURM "
+                          "launcher (hydra/launcher=slurm)")
+
+
 def resolve_resume(ckpt_path: str | None, out_dir: Path) -> str | None:
     """``last`` -> ``out_dir/checkpoints/last.ckpt`` when it exists (else a fresh start)."""
     last = out_dir / "checkpoints" / "last.ckpt"
@@ -202,7 +225,7 @@ def make_trainer(cfg: DictConfig, domain_name: str, dataset: str | None, out_dir
                               auto_insert_metric_name=False)
     throughput = TokensPerSecond()
     verifier = m.kind == "verifier"
-    tags = {"domain": domain_name, "dataset": dataset, "model": m.kind,
+    tags = {"domain": domain_name, "dataset": dataset, "model": m.kind, "seed": cfg.seed,
             "backbone": "generator" if verifier and m.init == "generator" else m.backbone.name,
             "init": m.init if verifier else None, "recipe": m.recipe if verifier else None}
     name = f"verifier-{m.init}-{m.recipe}" if verifier else m.kind
@@ -217,6 +240,7 @@ def make_trainer(cfg: DictConfig, domain_name: str, dataset: str | None, out_dir
 
 @friendly_errors
 def run(cfg: DictConfig) -> dict:
+    check_sweep_strategy(cfg.trainer)  # before the heavy imports: a sweep fails in a second
     import lightning as L
 
     from plansuite.data.load import load_manifest
