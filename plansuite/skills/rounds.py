@@ -36,7 +36,6 @@ re-evaluated: its validation run from the round that accepted it is reused.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -51,6 +50,8 @@ from plansuite.planning.loops import PlannerSpec
 from plansuite.planning.protocols import Verifier
 from plansuite.planning.skills import (
     SkillArchive,
+    append_lines,
+    complete_lines,
     keep_batch,
     skills_from_records,
     solved_items,
@@ -105,24 +106,7 @@ class Evaluation:
 
 def read_rounds(path: Path) -> list[dict]:
     """The finished rounds; a torn last line (a kill mid-write) is ignored."""
-    if not path.is_file():
-        return []
-    rows = []
-    for line in path.read_text().splitlines(keepends=True):
-        if not line.endswith("\n"):
-            break
-        rows.append(json.loads(line))
-    return rows
-
-
-def append_line(path: Path, row: dict) -> None:
-    text = path.read_text() if path.is_file() else ""
-    if text and not text.endswith("\n"):  # a torn line from a kill: drop it
-        write_atomic(path, text[:text.rfind("\n") + 1])
-    with path.open("a") as f:
-        f.write(json.dumps(row, sort_keys=True) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+    return [json.loads(line) for line in complete_lines(path)]
 
 
 def _ci(x: dict | None) -> str:
@@ -241,14 +225,14 @@ class SkillDiscovery:
             done[0] = {"round": 0, "generator": self.initial, "home": str(self.out / INITIAL),
                        "archive": 0, "accepted": None, "val": {"current": val.summary()},
                        "test": test.summary(), "wall_s": round(time.perf_counter() - start, 2)}
-            append_line(rounds_file, done[0])
+            append_lines(rounds_file, [json.dumps(done[0], sort_keys=True)])
         for r in range(1, self.settings.rounds + 1):
             if r in done:
                 self.log(f"[skills] round {r}: already done ({'accepted' if done[r]['accepted'] else 'rejected'})")
                 continue
             previous = done[max(done)]
             done[r] = self.round(r, previous["generator"], Path(previous["home"]))
-            append_line(rounds_file, done[r])
+            append_lines(rounds_file, [json.dumps(done[r], sort_keys=True)])
             write_atomic(self.out / "rounds.md", summary_table([done[i] for i in sorted(done)]))
         rows = [done[i] for i in sorted(done) if i <= self.settings.rounds]
         write_atomic(self.out / "rounds.md", summary_table(rows))
