@@ -170,5 +170,5 @@ def test_resume_after_a_kill_skips_finished_work(data_dir, tmp_path):
     more = FakeBackend({"r03": "strong"})
     assert len(discovery(data_dir, tmp_path, more, rounds=3).run()) == 4
     assert [name for name, _ in more.finetuned] == ["r03"]
-    with pytest.raises(ConfigError, match="another 'settings'"):
+    with pytest.raises(ConfigError, match=r"another settings.min_gain \(1, now 2\)"):
         discovery(data_dir, tmp_path, FakeBackend({}), rounds=3, min_gain=2).run()

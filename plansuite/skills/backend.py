@@ -73,8 +73,9 @@ class ExportBackend:
 
     def train_overrides(self, base: str, transitions: Path, out_dir: Path, seed: int) -> list[str]:
         s = self.settings
+        resume = "last" if (out_dir / "checkpoints" / "last.ckpt").is_file() else "null"
         return ["model=generator", f"data_dir={self.data_dir}", f"out_dir={out_dir}",
-                f"seed={seed}", "ckpt_path=last", "logger=none",
+                f"seed={seed}", f"ckpt_path={resume}", "logger=none",
                 "trainer.enable_progress_bar=false", "trainer.num_sanity_val_steps=0",
                 f"model.finetune.init_from={base}", f"model.finetune.extra={transitions}",
                 f"model.finetune.original_fraction={s.original_fraction}",

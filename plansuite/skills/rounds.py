@@ -109,6 +109,21 @@ def read_rounds(path: Path) -> list[dict]:
     return [json.loads(line) for line in complete_lines(path)]
 
 
+def first_difference(a: dict, b: dict, prefix: str = "") -> tuple[str, object, object]:
+    """(dotted key, value in a, value in b) of the first difference between two dicts.
+
+    >>> first_difference({"planner": {"k": 1, "max_steps": 20}}, {"planner": {"k": 1, "max_steps": 40}})
+    ('planner.max_steps', 20, 40)
+    """
+    for key in sorted(set(a) | set(b)):
+        x, y = a.get(key), b.get(key)
+        if x != y:
+            if isinstance(x, dict) and isinstance(y, dict):
+                return first_difference(x, y, f"{prefix}{key}.")
+            return f"{prefix}{key}", x, y
+    return prefix.rstrip("."), a, b
+
+
 def _ci(x: dict | None) -> str:
     if not x:
         return "-"
@@ -175,10 +190,10 @@ class SkillDiscovery:
         if path.is_file():
             theirs = json.loads(path.read_text())
             if theirs != mine:
-                key = next(k for k in sorted(set(mine) | set(theirs)) if mine.get(k) != theirs.get(k))
-                raise ConfigError(f"{self.out}: has rounds made with another '{key}' "
-                                  f"({theirs.get(key)!r} vs {mine.get(key)!r}); use another "
-                                  "out_dir, or the same settings to resume")
+                key, before, now = first_difference(theirs, mine)
+                raise ConfigError(f"{self.out}: has rounds made with another {key} ({before!r}, "
+                                  f"now {now!r}); use another out_dir, or the same settings "
+                                  "to resume")
         else:
             self.out.mkdir(parents=True, exist_ok=True)
             write_atomic(path, json.dumps(mine, indent=2, sort_keys=True) + "\n")
