@@ -65,8 +65,13 @@ def test_a_tiny_real_round_killed_and_resumed_from_the_cli(tmp_path):
     assert [r["round"] for r in rows] == [0, 1]
     r0, r1 = rows
     assert r0["val"]["current"]["n"] == 8 and r0["test"]["n"] == 8
-    assert r1["rollout"]["instances"] == 16 and r1["batch"] == r1["rollout"]["verified"] > 0
-    assert r1["val"]["current"] == r0["val"]["current"] and r1["val"]["candidate"]["n"] == 8
+    assert r1["rollout"]["instances"] == 16 and r1["batch"] == r1["rollout"]["verified"]
+    assert r1["val"]["current"] == r0["val"]["current"]
+    if r1["batch"] == 0:  # (this tiny generator solved 1 of 16 here; elsewhere it may solve none)
+        assert r1["reason"] == "rejected: no new verified skills" and r1["candidate"] is None
+        assert r1["generator"] == r0["generator"] and r1["test"] == r0["test"]
+        return
+    assert r1["val"]["candidate"]["n"] == 8
     assert (out / "r01" / "candidate" / "export" / "plansuite.json").is_file()
     assert r1["generator"] == (str(out / "r01" / "candidate" / "export") if r1["accepted"]
                                else r0["generator"])
