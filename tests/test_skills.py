@@ -89,6 +89,11 @@ def test_archive_deduplicates_persists_and_survives_a_torn_line(run, tmp_path):
     assert list(reopened) == skills and reopened.transitions() == archive.transitions()
     assert [json.loads(line)["instance"] for line in path.read_text().splitlines()[:-1]] == [
         s.instance for s in skills]
+    reopened.path.unlink()  # the next append drops the torn line first
+    path.write_text("".join(s.to_json() + "\n" for s in skills[1:]) + skills[0].to_json()[:30])
+    assert SkillArchive(path).add(skills[:1]) == skills[:1]
+    assert [json.loads(line)["instance"] for line in path.read_text().splitlines()] == [
+        s.instance for s in skills[1:] + skills[:1]]
 
 
 def test_keep_batch_accepts_only_a_rise_in_validation_grr():

@@ -7,6 +7,9 @@ Examples (``conf/train.yaml``)::
     plansuite-train model=verifier data_dir=D out_dir=VG model.init=generator \
         model.generator_dir=G/export model.recipe=onpolicy
     plansuite-train model=generator data_dir=D out_dir=G ckpt_path=last   # resume after a kill
+    plansuite-train model=generator data_dir=D out_dir=G2 model.finetune.init_from=G/export \
+        model.finetune.extra=plans.jsonl model.finetune.original_fraction=0.5 \
+        model.finetune.examples=9600 model.epochs=1    # finetune on extra transitions
     plansuite-train model=generator_paper trainer=gpu model.backbone.path=/models/gpt2 ...
 
 Writes under ``out_dir``: ``checkpoints/last.ckpt`` (every ``checkpoint_every_n_steps``) and
@@ -145,6 +148,7 @@ def build(cfg: DictConfig, domain, data_dir: Path, out_dir: Path, resolved: dict
     """(module, datamodule, tokenizer, export meta) for ``cfg.model``."""
     from plansuite.models.backbone import BackboneConfig, pretrained_model
     from plansuite.models.data import (
+        FinetuneConfig,
         GeneratorDataModule,
         OnPolicyConfig,
         VerifierDataModule,
@@ -163,12 +167,24 @@ def build(cfg: DictConfig, domain, data_dir: Path, out_dir: Path, resolved: dict
     if m.kind not in KINDS:
         raise ConfigError(f"model.kind '{m.kind}': unknown (choose from {', '.join(KINDS)})")
     if m.kind == "generator":
-        tokenizer = make_tokenizer(backbone, domain, data_dir)
-        model = make_model(backbone, "causal", tokenizer)
+        finetune = FinetuneConfig(**OmegaConf.to_container(m.get("finetune") or {}, resolve=True))
+        base_max_new = None
+        if finetune.init_from:  # finetuning: the export's weights and tokenizer
+            base = read_meta(finetune.init_from, "generator")
+            if base.get("domain") != domain.name:
+                raise ConfigError(f"{finetune.init_from}: generator for domain "
+                                  f"'{base.get('domain')}', dataset is '{domain.name}'")
+            base_max_new = base.get("max_new_tokens")
+            tokenizer = load_pretrained_tokenizer(finetune.init_from)
+            model = pretrained_model(finetune.init_from, "causal", tokenizer)
+        else:
+            tokenizer = make_tokenizer(backbone, domain, data_dir)
+            model = make_model(backbone, "causal", tokenizer)
         dm = GeneratorDataModule(data_dir, tokenizer, model.config.n_positions, m.batch_size,
-                                 m.loss_on, m.val_greedy, num_workers=cfg.num_workers, seed=cfg.seed)
+                                 m.loss_on, m.val_greedy, num_workers=cfg.num_workers, seed=cfg.seed,
+                                 finetune=finetune)
         dm.setup()  # data problems surface now, as one line, before any training
-        max_new = m.get("max_new_tokens") or 2 * dm.max_completion
+        max_new = m.get("max_new_tokens") or base_max_new or 2 * dm.max_completion
         module = GeneratorModule(model, tokenizer, domain, optim, max_new, resolved)
         meta = {"kind": "generator", "max_new_tokens": max_new}
         return module, dm, tokenizer, meta

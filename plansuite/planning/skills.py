@@ -9,7 +9,7 @@ later finetuned on come from the simulator, not from what the model claimed.
 
 Archive (``skills.jsonl``)
     One JSON line per skill, appended and fsynced; a torn last line (a kill mid-write) is
-    ignored on reading. Two skills are the same when their domain, initial state, goal and
+    ignored on reading and dropped before the next append. Two skills are the same when their domain, initial state, goal and
     action sequence are equal (whichever instance id found it first is kept).
 
 Filter (:func:`keep_batch`)
@@ -36,6 +36,7 @@ from plansuite.pddl.codec import format_completion, format_prompt
 from plansuite.pddl.model import Domain, atom_text
 from plansuite.pddl.parse import load_problem
 from plansuite.pddl.simulator import GroundTask
+from plansuite.planning.journal import write_atomic
 from plansuite.planning.metrics import paired_difference
 
 
@@ -129,18 +130,35 @@ def skills_from_records(records: Iterable[Mapping], domain: Domain,
     return skills, dropped
 
 
+def complete_lines(path: Path) -> list[str]:
+    """The lines of a JSONL file written by :func:`append_lines`, without a torn last line."""
+    if not path.is_file():
+        return []
+    lines = path.read_text().splitlines(keepends=True)
+    return lines if not lines or lines[-1].endswith("\n") else lines[:-1]
+
+
+def append_lines(path: Path, lines: Sequence[str]) -> None:
+    """Append lines to a JSONL file and fsync; a torn last line (a kill) is dropped first."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = path.read_text() if path.is_file() else ""
+    if text and not text.endswith("\n"):
+        write_atomic(path, text[:text.rfind("\n") + 1])
+    with path.open("a") as f:
+        f.write("".join(line + "\n" for line in lines))
+        f.flush()
+        os.fsync(f.fileno())
+
+
 class SkillArchive:
     """The append-only JSONL store of verified skills, de-duplicated by :attr:`Skill.key`."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self._skills: dict[str, Skill] = {}
-        if self.path.is_file():
-            for line in self.path.read_text().splitlines(keepends=True):
-                if not line.endswith("\n"):
-                    break  # torn last line
-                skill = Skill.from_json(line)
-                self._skills.setdefault(skill.key, skill)
+        for line in complete_lines(self.path):
+            skill = Skill.from_json(line)
+            self._skills.setdefault(skill.key, skill)
 
     def __len__(self) -> int:
         return len(self._skills)
@@ -164,11 +182,7 @@ class SkillArchive:
         """Store the new skills; returns them."""
         fresh = self.new(skills)
         if fresh:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a") as f:
-                f.write("".join(s.to_json() + "\n" for s in fresh))
-                f.flush()
-                os.fsync(f.fileno())
+            append_lines(self.path, [s.to_json() for s in fresh])
             self._skills.update((s.key, s) for s in fresh)
         return fresh
 
