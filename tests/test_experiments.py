@@ -29,7 +29,9 @@ from plansuite.report.tables import table2
 from plansuite.tracking import read_offline_run
 
 REPO = Path(__file__).resolve().parents[1]
-EXPERIMENTS = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml"))
+ALL_EXPERIMENTS = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml"))
+SKILLS = [n for n in ALL_EXPERIMENTS if n.startswith("adaplanner_skills")]  # for plansuite-skills
+EXPERIMENTS = [n for n in ALL_EXPERIMENTS if n not in SKILLS]  # for plansuite-eval
 PAPER = ["paper_table1", "paper_table2", "paper_fig2_k", "paper_fig3_temperature", "cpu_quickstart"]
 TINY = ["generator=synthetic", "optimal.enabled=false", "progress_every_s=1000"]
 
@@ -95,6 +97,14 @@ def test_every_experiment_composes_and_each_swept_value_resolves(name):
             assert (chosen.name if OmegaConf.is_dict(chosen) else chosen) == yaml.safe_load(value)
             if name.startswith("gripper"):
                 assert job.domain.name == "gripper" and job.inputs.root == "outputs/demo-gripper"
+
+
+@pytest.mark.parametrize("name", SKILLS)
+def test_skill_experiments_compose_for_plansuite_skills(name):
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose("skills", [f"experiment={name}", "generator=G", "data_dir=D"])
+    assert cfg.rounds >= 1 and cfg.finetune.steps > 0 and cfg.out_dir.startswith("outputs/skills/")
+    assert cfg.planner.name == ("refine_resume" if name.endswith("refine") else "generator")
 
 
 def test_defaults_follow_the_demo_layout_and_one_key_moves_them():
