@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 # CPU wheel by default (installs from local disk here); GPU users: make install TORCH_SPEC='torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128'
 TORCH_SPEC ?= torch==2.13.0
-export WANDB_MODE ?= offline
+# W&B: online when an API key exists, else offline (plansuite/tracking.py); WANDB_MODE overrides.
 export WANDB_SILENT ?= true
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
@@ -17,6 +17,12 @@ DEMO_DIR ?= outputs/demo
 SMOKE_DIR ?= outputs/smoke
 REPRO_DIR ?= outputs/reproduce
 SEED ?= 0
+# the paper's 200 test instances, when ../shared has them (else the dataset's own test split)
+PAPER_TEST := $(wildcard ../shared/benchmarks/paper-blocksworld-test)
+DATA ?= $(DEMO_DIR)/data
+GEN ?= $(DEMO_DIR)/generator/export
+EXP ?= paper_fig2_k
+ARGS ?=
 
 .PHONY: help install test test-slow smoke lint bench data train-generator train-verifier eval sweep report demo reproduce clean
 
@@ -43,6 +49,30 @@ lint: install ## ruff
 
 data: install ## build a dataset: make data PRESET=tiny OUT=outputs/data
 	$(BIN)/plansuite-data dataset=$(or $(PRESET),tiny) out_dir=$(or $(OUT),outputs/data/$(or $(PRESET),tiny)) seed=$(SEED)
+
+demo: install ## the CPU quickstart end to end (<= 10 min on 2 cores): data, generator, verifiers, every planner, report
+	$(PY) -m plansuite.pipeline demo root=$(DEMO_DIR) seed=$(SEED) $(ARGS)
+
+smoke: install ## the demo pipeline at toy scale (~2 min): checks the wiring
+	$(PY) -m plansuite.pipeline smoke root=$(SMOKE_DIR) seed=$(SEED) $(ARGS)
+
+reproduce: install ## paper scale on a GPU (pretrained gpt2): every table and figure; cached, resumable
+	$(PY) -m plansuite.pipeline reproduce root=$(REPRO_DIR) seed=$(SEED) $(if $(PAPER_TEST),instances=$(abspath $(PAPER_TEST))) $(ARGS)
+
+train-generator: install ## make train-generator DATA=dir OUT=dir ARGS='model.epochs=3'
+	$(BIN)/plansuite-train model=generator data_dir=$(DATA) out_dir=$(or $(OUT),$(DEMO_DIR)/generator) seed=$(SEED) ckpt_path=last $(ARGS)
+
+train-verifier: install ## make train-verifier DATA=dir GEN=export INIT=base|generator RECIPE=random|onpolicy
+	$(BIN)/plansuite-train model=verifier data_dir=$(DATA) model.init=$(or $(INIT),generator) model.recipe=$(or $(RECIPE),random) model.generator_dir=$(GEN) out_dir=$(or $(OUT),$(DEMO_DIR)/verifier-$(or $(INIT),generator)) seed=$(SEED) ckpt_path=last $(ARGS)
+
+eval: install ## make eval ARGS='planner=generator_verifier verifier=DIR' (generator, instances from DEMO_DIR)
+	$(BIN)/plansuite-eval generator=$(GEN) instances=$(DATA)/test seed=$(SEED) $(ARGS)
+
+sweep: install ## make sweep EXP=paper_fig2_k ARGS='planner.k=1,8' (a multirun of conf/experiment/EXP.yaml)
+	$(BIN)/plansuite-eval -m experiment=$(EXP) inputs.root=$(DEMO_DIR) seed=$(SEED) $(ARGS)
+
+report: install ## make report DIRS='outputs/demo/eval outputs/eval' OUT=dir
+	$(BIN)/plansuite-report $(or $(DIRS),$(DEMO_DIR)/eval) --out $(or $(OUT),$(DEMO_DIR)/report)
 
 bench: install ## benchmarks; results land in experiments/bench/
 	$(PY) -m experiments.bench

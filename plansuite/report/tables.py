@@ -16,6 +16,29 @@ def fmt_ci(value: float, ci: tuple[float, float]) -> str:
     return f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
+def compare(name_a: str, a: dict, name_b: str, b: dict) -> str:
+    """One line comparing two runs' GRR and BTR (``results.json`` dicts) with their 95 % CIs.
+
+    >>> a = {"grr": 0.62, "grr_ci": [0.55, 0.68], "btr": 0.05, "btr_ci": [0.03, 0.09]}
+    >>> b = {"grr": 0.40, "grr_ci": [0.33, 0.47], "btr": 0.50, "btr_ci": [0.43, 0.57]}
+    >>> compare("gv", a, "g", b)
+    'gv vs g: GRR 0.620 vs 0.400 (+0.220, outside both 95% CIs); BTR 0.050 vs 0.500 (10.0x lower)'
+    >>> compare("g", b, "gv", a).split("; ")[0]
+    'g vs gv: GRR 0.400 vs 0.620 (-0.220, outside both 95% CIs)'
+    """
+    diff = a["grr"] - b["grr"]
+    apart = (a["grr"] > b["grr_ci"][1] and b["grr"] < a["grr_ci"][0]) or (
+        a["grr"] < b["grr_ci"][0] and b["grr"] > a["grr_ci"][1])
+    where = "outside both 95% CIs" if apart else "within a 95% CI"
+    if a["btr"] > 0:
+        ratio = b["btr"] / a["btr"]
+        btr = f"{ratio:.1f}x lower" if ratio >= 1 else f"{1 / ratio:.1f}x higher"
+    else:
+        btr = "none bad" if b["btr"] == 0 else "no bad transitions vs some"
+    return (f"{name_a} vs {name_b}: GRR {a['grr']:.3f} vs {b['grr']:.3f} ({diff:+.3f}, {where}); "
+            f"BTR {a['btr']:.3f} vs {b['btr']:.3f} ({btr})")
+
+
 def markdown(headers: list[str], rows: list[list[str]]) -> str:
     """A GitHub-style markdown table.
 

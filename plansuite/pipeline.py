@@ -1,0 +1,190 @@
+"""``python -m plansuite.pipeline NAME [KEY=VALUE ...] [--dry-run]``: multi-stage pipelines.
+
+``make demo``, ``make smoke`` and ``make reproduce`` are pipelines: ``conf/pipeline/NAME.yaml``
+lists stages, each one run of a plansuite CLI (``module``) with Hydra overrides (``args``),
+writing into ``<root>/<stage name>``. Command-line ``KEY=VALUE`` overrides the pipeline file
+(``root=DIR``, ``seed=1``, ``k=8``...), as OmegaConf dot-lists; ``base: NAME`` in a pipeline
+file makes it a variant of another (``smoke`` is ``demo`` at toy scale).
+
+Caching by config: a finished stage leaves ``stage.json`` holding its fingerprint, the hash of
+its command and of the fingerprints of the stages it reads (``after``). A re-run skips a stage
+whose fingerprint matches; re-runs a stage that was killed (its CLI resumes: training from
+``checkpoints/last.ckpt``, evaluation from its journal); and moves a stage whose config changed
+to ``<dir>.stale-<old fingerprint>`` before running it afresh, so no work is ever deleted.
+Stages that depend on a re-run stage change fingerprint too, and re-run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from plansuite.cli import CONF_DIR, friendly_errors
+from plansuite.errors import ConfigError, PlansuiteError
+from plansuite.report.tables import compare
+
+PIPELINE_DIR = Path(CONF_DIR) / "pipeline"
+STAGE_FILE = "stage.json"
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str  # also its folder under root, e.g. "eval/generator"
+    module: str  # e.g. plansuite.cli.train
+    args: list[str]
+    after: list[str] = field(default_factory=list)
+    out_arg: str = "out_dir={dir}"  # how the stage's folder is passed to the CLI
+
+
+def load_pipeline(name_or_path: str, overrides: list[str]) -> tuple[dict, list[Stage]]:
+    """The pipeline's settings and its stages, interpolations resolved."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = PIPELINE_DIR / f"{name_or_path}.yaml"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in PIPELINE_DIR.glob("*.yaml")))
+        raise ConfigError(f"{path}: no such pipeline (known: {known})")
+    try:
+        cfg = OmegaConf.load(path)
+        if "base" in cfg:  # a variant of another pipeline: its settings over the base's
+            cfg = OmegaConf.merge(OmegaConf.load(PIPELINE_DIR / f"{cfg.pop('base')}.yaml"), cfg)
+        cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(overrides))
+        settings = OmegaConf.to_container(cfg, resolve=True)
+    except Exception as exc:  # bad YAML, bad override, unresolvable interpolation
+        raise ConfigError(f"{path}: {type(exc).__name__}: {str(exc).splitlines()[0]}") from exc
+    stages, seen = [], set()
+    for raw in settings.pop("stages", []):
+        unknown = set(raw) - set(Stage.__dataclass_fields__)
+        if unknown or not {"name", "module"} <= set(raw):
+            raise ConfigError(f"{path}: stage {raw.get('name', '?')}: needs name and module"
+                              + (f"; unknown key {sorted(unknown)[0]}" if unknown else ""))
+        stage = Stage(**{**raw, "args": _flat(raw.get("args", []))})
+        missing = [d for d in stage.after if d not in seen]
+        if missing:
+            raise ConfigError(f"{path}: stage {stage.name} runs after unknown or later stage {missing[0]}")
+        seen.add(stage.name)
+        stages.append(stage)
+    if not stages:
+        raise ConfigError(f"{path}: no stages")
+    return settings, stages
+
+
+def _flat(args: list) -> list[str]:
+    """Arguments with shared lists spliced in (``args: [${eval_common}, planner=generator]``).
+
+    >>> _flat([["a=1", "b=2"], "c=3", 4])
+    ['a=1', 'b=2', 'c=3', '4']
+    """
+    return [str(y) for x in args for y in (x if isinstance(x, list) else [x])]
+
+
+def command(stage: Stage, root: Path) -> list[str]:
+    """The stage's command line (the interpreter running this pipeline runs the CLI).
+
+    >>> command(Stage("gen", "plansuite.cli.train", ["model=generator"]), Path("out"))[1:]
+    ['-m', 'plansuite.cli.train', 'model=generator', 'out_dir=out/gen']
+    """
+    return [sys.executable, "-m", stage.module, *stage.args,
+            stage.out_arg.format(dir=root / stage.name)]
+
+
+def fingerprint(stage: Stage, root: Path, upstream: dict[str, str]) -> str:
+    """Hash of what the stage does and of what it reads (not of the interpreter's path)."""
+    what = {"module": stage.module, "args": command(stage, root)[3:],
+            "after": {d: upstream[d] for d in stage.after}}
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def stage_state(folder: Path, fp: str) -> str:
+    """``done`` (same fingerprint), ``stale`` (another config), ``partial`` or ``new``."""
+    marker = folder / STAGE_FILE
+    if marker.is_file():
+        try:
+            old = json.loads(marker.read_text())["fingerprint"]
+        except (ValueError, KeyError):
+            return "partial"
+        return "done" if old == fp else "stale"
+    return "partial" if folder.exists() else "new"
+
+
+def run_pipeline(settings: dict, stages: list[Stage], dry_run: bool = False,
+                 only: list[str] | None = None) -> dict[str, str]:
+    """Run (or, dry, print) every stage not already done; returns each stage's state."""
+    root = Path(settings["root"])
+    env = {**os.environ, **{k: str(v) for k, v in settings.get("env", {}).items()}}
+    prints, states = {}, {}
+    started = time.monotonic()
+    for i, stage in enumerate(stages, 1):
+        folder = root / stage.name
+        fp = prints[stage.name] = fingerprint(stage, root, prints)
+        state = states[stage.name] = stage_state(folder, fp)
+        cmd = command(stage, root)
+        head = f"[pipeline] {i}/{len(stages)} {stage.name}"
+        if only and stage.name not in only:
+            print(f"{head}: not selected ({state})")
+            continue
+        if state == "done":
+            print(f"{head}: done, skipped ({folder / STAGE_FILE})")
+            continue
+        print(f"{head}: {'would run' if dry_run else 'running'} ({state}): "
+              f"{shlex.join(['python', *cmd[1:]])}", flush=True)
+        if dry_run:
+            continue
+        if state == "stale":
+            old = json.loads((folder / STAGE_FILE).read_text())["fingerprint"]
+            aside = folder.with_name(f"{folder.name}.stale-{old}")
+            folder.rename(aside)
+            print(f"{head}: config changed; previous output moved to {aside}")
+        t0 = time.monotonic()
+        done = subprocess.run(cmd, env=env)
+        if done.returncode != 0:
+            raise PlansuiteError(f"pipeline stage {stage.name} failed (exit {done.returncode}); "
+                                 "fix and re-run the same command to resume from it")
+        folder.mkdir(parents=True, exist_ok=True)
+        seconds = time.monotonic() - t0
+        (folder / STAGE_FILE).write_text(json.dumps(
+            {"stage": stage.name, "fingerprint": fp, "command": cmd[1:], "seconds": round(seconds, 1),
+             "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}, indent=1) + "\n")
+        states[stage.name] = "ran"
+        print(f"{head}: finished in {seconds:.0f}s (pipeline {time.monotonic() - started:.0f}s)",
+              flush=True)
+    return states
+
+
+@friendly_errors
+def run(argv: list[str] | None = None) -> dict[str, str]:
+    parser = argparse.ArgumentParser(prog="python -m plansuite.pipeline", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("pipeline", help="a name in conf/pipeline/ (demo, smoke, reproduce) or a YAML file")
+    parser.add_argument("overrides", nargs="*", help="KEY=VALUE, e.g. root=outputs/demo2 seed=1")
+    parser.add_argument("--dry-run", action="store_true", help="print what would run; run nothing")
+    parser.add_argument("--only", nargs="+", default=None, help="run only these stages")
+    args = parser.parse_args(argv)
+    settings, stages = load_pipeline(args.pipeline, args.overrides)
+    states = run_pipeline(settings, stages, dry_run=args.dry_run, only=args.only)
+    if not args.dry_run:
+        print_comparisons(Path(settings["root"]), settings.get("compare", []))
+    return states
+
+
+def print_comparisons(root: Path, pairs: list[list[str]]) -> None:
+    """The pipeline's claims (``compare:`` pairs of result folders), checked on their results."""
+    for a, b in pairs:
+        files = [root / name / "results.json" for name in (a, b)]
+        if all(f.is_file() for f in files):
+            ra, rb = (json.loads(f.read_text()) for f in files)
+            print("[compare] " + compare(a.split("/")[-1], ra, b.split("/")[-1], rb))
+
+
+if __name__ == "__main__":
+    run()

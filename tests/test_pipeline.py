@@ -1,0 +1,138 @@
+"""Pipelines (``make demo``/``smoke``/``reproduce``): configs that compose, caching by config,
+resume of a killed stage, stale output moved aside, and the smoke pipeline end to end (slow)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from plansuite import pipeline
+from plansuite.cli import CONF_DIR
+
+REPO = Path(__file__).resolve().parents[1]
+PRIMARY = {"plansuite.cli.data": "data", "plansuite.cli.train": "train", "plansuite.cli.eval": "eval"}
+
+
+@pytest.mark.parametrize("name", ["demo", "smoke", "reproduce"])
+def test_every_stage_of_the_shipped_pipelines_composes(name):
+    settings, stages = pipeline.load_pipeline(name, [])
+    assert {"root", "seed"} <= set(settings)
+    for stage in stages:
+        if stage.module in PRIMARY:  # Hydra apps: the stage's overrides must compose
+            args = [a for a in pipeline.command(stage, Path(settings["root"]))[3:] if not a.startswith("-")]
+            with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+                compose(PRIMARY[stage.module], args)
+
+
+def test_demo_runs_every_planner_on_the_same_instances():
+    settings, stages = pipeline.load_pipeline("demo", ["root=R", "k=7"])
+    evals = {s.name: s.args for s in stages if s.module == "plansuite.cli.eval"}
+    assert set(evals) == {f"eval/{n}" for n in (
+        "generator", "generator_verifier-base", "generator_verifier-generator",
+        "generator_verifier-onpolicy", "refine_resume-onpolicy", "oracle", "random_restart")}
+    for args in evals.values():
+        assert {"instances=R/data/test", "planner.k=7", "seed=0"} <= set(args)
+
+
+def _toy(tmp_path: Path, seed: int = 0) -> tuple[dict, list[pipeline.Stage]]:
+    """Two real stages: a toy dataset and the random baseline on 3 of its instances."""
+    spec = tmp_path / "toy.yaml"
+    spec.write_text(f"""
+root: {tmp_path / 'run'}
+seed: {seed}
+stages:
+  - name: data
+    module: plansuite.cli.data
+    args: [dataset=tiny, dataset.train_states=4, dataset.val_states=1, dataset.test_instances=3,
+           dataset.val_instances=1, workers=1]
+  - name: eval/random
+    module: plansuite.cli.eval
+    after: [data]
+    args: ["instances=${{root}}/data/test", planner=random_restart, planner.k=2, logger=none,
+           optimal.enabled=false, val=false, "seed=${{seed}}"]
+""")
+    return pipeline.load_pipeline(str(spec), [])
+
+
+def test_stages_are_cached_by_config_and_resume_after_a_kill(tmp_path, capfd):
+    settings, stages = _toy(tmp_path)
+    assert pipeline.run_pipeline(settings, stages, dry_run=True) == {"data": "new", "eval/random": "new"}
+    assert not (tmp_path / "run").exists()  # a dry run runs nothing
+    assert pipeline.run_pipeline(settings, stages) == {"data": "ran", "eval/random": "ran"}
+    result = tmp_path / "run" / "eval" / "random" / "results.json"
+    first = json.loads(result.read_text())
+    assert pipeline.run_pipeline(settings, stages) == {"data": "done", "eval/random": "done"}
+
+    # killed after planning, before its marker: the stage re-runs and its CLI resumes (journal)
+    (result.parent / pipeline.STAGE_FILE).unlink()
+    assert pipeline.run_pipeline(settings, stages)["eval/random"] == "ran"
+    assert "(3 already journaled)" in capfd.readouterr().out
+    assert json.loads(result.read_text())["grr"] == first["grr"]
+
+    # another seed for the evaluation only: the dataset stays, the old evaluation is moved aside
+    settings, stages = _toy(tmp_path, seed=1)
+    states = pipeline.run_pipeline(settings, stages)
+    assert states == {"data": "done", "eval/random": "ran"}
+    aside = list((tmp_path / "run" / "eval").glob("random.stale-*"))
+    assert len(aside) == 1 and (aside[0] / "results.json").is_file()
+
+
+def test_a_failing_stage_is_one_line_and_keeps_what_is_done(tmp_path):
+    spec = tmp_path / "bad.yaml"
+    spec.write_text(f"root: {tmp_path}\nseed: 0\nstages:\n"
+                    "  - {name: e, module: plansuite.cli.eval, args: [planner=nope]}\n")
+    done = subprocess.run([sys.executable, "-m", "plansuite.pipeline", str(spec)],
+                          capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == (
+        "error: pipeline stage e failed (exit 1); fix and re-run the same command to resume from it")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("root: x\nstages: []\n", "no stages"),
+    ("root: x\nstages:\n  - {name: a, module: m, after: [b]}\n", "runs after unknown or later stage b"),
+    ("root: x\nstages:\n  - {name: a, module: m, colour: red}\n", "unknown key colour"),
+    ("root: [\n", "ParserError"),
+])
+def test_bad_pipeline_files_are_one_line_errors(tmp_path, text, message):
+    spec = tmp_path / "p.yaml"
+    spec.write_text(text)
+    with pytest.raises(pipeline.ConfigError, match=message):
+        pipeline.load_pipeline(str(spec), [])
+    with pytest.raises(pipeline.ConfigError, match="no such pipeline .*known: .*demo"):
+        pipeline.load_pipeline("nope", [])
+
+
+@pytest.mark.slow
+def test_smoke_pipeline_end_to_end(tmp_path):
+    """`make smoke`: every stage, planner and the report; a re-run skips everything."""
+    cmd = [sys.executable, "-m", "plansuite.pipeline", "smoke", f"root={tmp_path}"]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=1200)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    _, stages = pipeline.load_pipeline("smoke", [f"root={tmp_path}"])
+    for stage in stages:
+        assert (tmp_path / stage.name / pipeline.STAGE_FILE).is_file()
+    for name in ("generator", "oracle", "random_restart"):
+        res = json.loads((tmp_path / "eval" / name / "results.json").read_text())
+        assert res["n_instances"] == 10
+    assert (tmp_path / "report" / "index.html").is_file()
+    assert "[compare] generator_verifier-onpolicy vs generator: GRR" in done.stdout
+    again = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert again.returncode == 0 and again.stdout.count("done, skipped") == len(stages)
+
+
+def test_make_lists_and_dry_runs_every_target():
+    targets = ("install demo test test-slow smoke lint bench data train-generator train-verifier "
+               "eval sweep report reproduce clean").split()
+    listed = subprocess.run(["make", "help"], capture_output=True, text=True, cwd=REPO).stdout
+    for target in targets:
+        assert f" {target} " in listed.replace("\x1b[36m", " ").replace("\x1b[0m", " ")
+        dry = subprocess.run(["make", "-n", target], capture_output=True, text=True, cwd=REPO)
+        assert dry.returncode == 0, dry.stderr
+    dry = subprocess.run(["make", "-n", "reproduce"], capture_output=True, text=True, cwd=REPO).stdout
+    assert "-m plansuite.pipeline reproduce root=outputs/reproduce" in dry
