@@ -127,8 +127,7 @@ def test_smoke_pipeline_end_to_end(tmp_path):
 
 
 def test_make_lists_and_dry_runs_every_target():
-    targets = ("install demo test test-slow smoke lint bench data train-generator train-verifier "
-               "eval sweep report reproduce clean").split()
+    targets = ["install", "demo", "test", "test-slow", "smoke", "lint", "bench", "data", "train-generator", "train-verifier", "eval", "sweep", "report", "reproduce", "clean"]
     listed = subprocess.run(["make", "help"], capture_output=True, text=True, cwd=REPO).stdout
     for target in targets:
         assert f" {target} " in listed.replace("\x1b[36m", " ").replace("\x1b[0m", " ")
