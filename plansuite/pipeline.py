@@ -23,6 +23,7 @@ import os
 import shlex
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,46 +120,94 @@ def stage_state(folder: Path, fp: str) -> str:
 
 def run_pipeline(settings: dict, stages: list[Stage], dry_run: bool = False,
                  only: list[str] | None = None) -> dict[str, str]:
-    """Run (or, dry, print) every stage not already done; returns each stage's state."""
+    """Run (or, dry, print) every stage not already done; returns each stage's state.
+
+    ``jobs: N`` in the settings runs up to N stages at once, each as soon as the stages it reads
+    have finished, with ``OMP_NUM_THREADS`` split between them (small models train faster as
+    two one-thread processes than as one two-thread process on two cores)."""
     root = Path(settings["root"])
+    jobs = int(settings.get("jobs", 1))
     env = {**os.environ, **{k: str(v) for k, v in settings.get("env", {}).items()}}
-    prints, states = {}, {}
-    started = time.monotonic()
+    if jobs > 1 and "OMP_NUM_THREADS" not in env:
+        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // jobs))
+    prints, states, todo = {}, {}, []
     for i, stage in enumerate(stages, 1):
         folder = root / stage.name
         fp = prints[stage.name] = fingerprint(stage, root, prints)
         state = states[stage.name] = stage_state(folder, fp)
-        cmd = command(stage, root)
         head = f"[pipeline] {i}/{len(stages)} {stage.name}"
         if only and stage.name not in only:
             print(f"{head}: not selected ({state})")
-            continue
-        if state == "done":
+        elif state == "done":
             print(f"{head}: done, skipped ({folder / STAGE_FILE})")
-            continue
-        print(f"{head}: {'would run' if dry_run else 'running'} ({state}): "
-              f"{shlex.join(['python', *cmd[1:]])}", flush=True)
-        if dry_run:
-            continue
-        if state == "stale":
-            old = json.loads((folder / STAGE_FILE).read_text())["fingerprint"]
-            aside = folder.with_name(f"{folder.name}.stale-{old}")
-            folder.rename(aside)
-            print(f"{head}: config changed; previous output moved to {aside}")
-        t0 = time.monotonic()
-        done = subprocess.run(cmd, env=env)
-        if done.returncode != 0:
-            raise PlansuiteError(f"pipeline stage {stage.name} failed (exit {done.returncode}); "
-                                 "fix and re-run the same command to resume from it")
-        folder.mkdir(parents=True, exist_ok=True)
-        seconds = time.monotonic() - t0
-        (folder / STAGE_FILE).write_text(json.dumps(
-            {"stage": stage.name, "fingerprint": fp, "command": cmd[1:], "seconds": round(seconds, 1),
-             "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}, indent=1) + "\n")
-        states[stage.name] = "ran"
-        print(f"{head}: finished in {seconds:.0f}s (pipeline {time.monotonic() - started:.0f}s)",
-              flush=True)
+        else:
+            print(f"{head}: {'would run' if dry_run else 'to run'} ({state}): "
+                  f"{shlex.join(['python', *command(stage, root)[1:]])}", flush=True)
+            todo.append(stage)
+    if not dry_run and todo:
+        _schedule(todo, root, prints, states, env, jobs)
     return states
+
+
+def _schedule(todo: list[Stage], root: Path, prints: dict[str, str], states: dict[str, str],
+              env: dict[str, str], jobs: int) -> None:
+    started, running, failed = time.monotonic(), {}, []
+    pending = list(todo)
+    while pending or running:
+        blocked = {s.name for s in pending} | set(running)
+        for stage in [s for s in pending if not failed and not blocked & set(s.after)]:
+            if len(running) >= jobs:
+                break
+            pending.remove(stage)
+            running[stage.name] = (stage, _start(stage, root, states[stage.name], env, jobs > 1),
+                                   time.monotonic())
+        if failed and not running:
+            break
+        time.sleep(0.2)
+        for name, (_, proc, t0) in list(running.items()):
+            if proc.poll() is None:
+                continue
+            if hasattr(proc, "relay"):
+                proc.relay.join()  # its last lines before ours
+            del running[name]
+            if proc.returncode != 0:
+                failed.append(f"{name} (exit {proc.returncode})")
+                continue
+            folder, seconds = root / name, time.monotonic() - t0
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / STAGE_FILE).write_text(json.dumps(
+                {"stage": name, "fingerprint": prints[name], "command": proc.args[1:],
+                 "seconds": round(seconds, 1), "finished": time.strftime("%Y-%m-%dT%H:%M:%S")},
+                indent=1) + "\n")
+            states[name] = "ran"
+            print(f"[pipeline] {name}: finished in {seconds:.0f}s "
+                  f"(pipeline {time.monotonic() - started:.0f}s)", flush=True)
+    if failed:
+        raise PlansuiteError(f"pipeline stage {', '.join(failed)} failed; fix and re-run the same "
+                             "command to resume from it")
+
+
+def _start(stage: Stage, root: Path, state: str, env: dict[str, str], prefix: bool):
+    """Launch one stage (after moving a stale output aside); in parallel, its lines are prefixed."""
+    folder = root / stage.name
+    if state == "stale":
+        old = json.loads((folder / STAGE_FILE).read_text())["fingerprint"]
+        aside = folder.with_name(f"{folder.name}.stale-{old}")
+        folder.rename(aside)
+        print(f"[pipeline] {stage.name}: config changed; previous output moved to {aside}")
+    print(f"[pipeline] {stage.name}: running", flush=True)
+    if not prefix:
+        return subprocess.Popen(command(stage, root), env=env)
+    proc = subprocess.Popen(command(stage, root), env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, bufsize=1)
+    proc.relay = threading.Thread(target=_relay, args=(proc.stdout, f"[{stage.name}] "))
+    proc.relay.start()
+    return proc
+
+
+def _relay(stream, prefix: str) -> None:
+    for line in stream:
+        print(prefix + line, end="", flush=True)
 
 
 @friendly_errors

@@ -59,8 +59,10 @@ stages:
     return pipeline.load_pipeline(str(spec), [])
 
 
-def test_stages_are_cached_by_config_and_resume_after_a_kill(tmp_path, capfd):
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_stages_are_cached_by_config_and_resume_after_a_kill(tmp_path, capfd, jobs):
     settings, stages = _toy(tmp_path)
+    settings["jobs"] = jobs
     assert pipeline.run_pipeline(settings, stages, dry_run=True) == {"data": "new", "eval/random": "new"}
     assert not (tmp_path / "run").exists()  # a dry run runs nothing
     assert pipeline.run_pipeline(settings, stages) == {"data": "ran", "eval/random": "ran"}
@@ -76,6 +78,7 @@ def test_stages_are_cached_by_config_and_resume_after_a_kill(tmp_path, capfd):
 
     # another seed for the evaluation only: the dataset stays, the old evaluation is moved aside
     settings, stages = _toy(tmp_path, seed=1)
+    settings["jobs"] = jobs
     states = pipeline.run_pipeline(settings, stages)
     assert states == {"data": "done", "eval/random": "ran"}
     aside = list((tmp_path / "run" / "eval").glob("random.stale-*"))
@@ -90,7 +93,7 @@ def test_a_failing_stage_is_one_line_and_keeps_what_is_done(tmp_path):
                           capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1] == (
-        "error: pipeline stage e failed (exit 1); fix and re-run the same command to resume from it")
+        "error: pipeline stage e (exit 1) failed; fix and re-run the same command to resume from it")
 
 
 @pytest.mark.parametrize("text, message", [
