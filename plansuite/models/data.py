@@ -279,6 +279,7 @@ class OnPolicyConfig:
     temperature: float = 1.0
     top_p: float = 0.99
     base_recipe: str = "relabel"  # dataset examples mixed with the generator's samples
+    base_examples: int | None = None  # at most this many of them (None: all), drawn by seed
 
 
 def write_items(path: Path, items: list[VerifierItem], params: dict) -> None:
@@ -379,6 +380,9 @@ class VerifierDataModule(L.LightningDataModule):
                 cached[split] = read_items(self._cache_path(split), params)
         base = self.onpolicy.base_recipe if self.recipe == "onpolicy" else self.recipe
         train = dataset_items(self.data_dir, "train", base, self.input_kind, tasks)
+        cap = self.onpolicy.base_examples if self.recipe == "onpolicy" else None
+        if cap is not None and cap < len(train):  # keep the generator's samples a large share
+            train = random.Random(self.seed).sample(train, cap)
         train += cached.get("train") or []
         self.val_sets = {"random": dataset_items(self.data_dir, "val", "relabel", self.input_kind, tasks),
                          "hard": dataset_items(self.data_dir, "val", "hard", self.input_kind, tasks)}
