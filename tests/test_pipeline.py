@@ -138,3 +138,19 @@ def test_make_lists_and_dry_runs_every_target():
         assert dry.returncode == 0, dry.stderr
     dry = subprocess.run(["make", "-n", "reproduce"], capture_output=True, text=True, cwd=REPO).stdout
     assert "-m plansuite.pipeline reproduce root=outputs/reproduce" in dry
+
+
+def test_parallel_stages_overlap_and_alone_stages_do_not(tmp_path, capfd):
+    nap = ["-n", "1", "-r", "1", "import time; time.sleep(1)"]  # python -m timeit: a 1 s stage
+    stages = [pipeline.Stage("a", "timeit", nap, out_arg=""),
+              pipeline.Stage("b", "timeit", nap, out_arg=""),
+              pipeline.Stage("c", "timeit", nap, out_arg="", alone=True),
+              pipeline.Stage("d", "timeit", nap, after=["a"], out_arg="")]
+    states = pipeline.run_pipeline({"root": str(tmp_path), "jobs": 2}, stages)
+    assert set(states.values()) == {"ran"}
+    events = [line.split("] ", 1)[1] for line in capfd.readouterr().out.splitlines()
+              if line.startswith("[pipeline] ") and (": running" in line or "finished in" in line)]
+    order = [e.split(":")[0] + (" start" if "running" in e else " end") for e in events]
+    assert order.index("b start") < order.index("a end")  # a and b side by side
+    assert order.index("c start") > max(order.index("a end"), order.index("b end"))
+    assert order.index("d start") > order.index("c end")  # nothing beside an alone stage

@@ -25,16 +25,20 @@ def compare(name_a: str, a: dict, name_b: str, b: dict) -> str:
     'gv vs g: GRR 0.620 vs 0.400 (+0.220, outside both 95% CIs); BTR 0.050 vs 0.500 (10.0x lower)'
     >>> compare("g", b, "gv", a).split("; ")[0]
     'g vs gv: GRR 0.400 vs 0.620 (-0.220, outside both 95% CIs)'
+    >>> compare("gv", a, "random", {**b, "btr": 0.0}).split("; ")[1]
+    'BTR 0.050 vs 0.000 (higher: the other has none)'
     """
     diff = a["grr"] - b["grr"]
     apart = (a["grr"] > b["grr_ci"][1] and b["grr"] < a["grr_ci"][0]) or (
         a["grr"] < b["grr_ci"][0] and b["grr"] > a["grr_ci"][1])
     where = "outside both 95% CIs" if apart else "within a 95% CI"
-    if a["btr"] > 0:
+    if a["btr"] == b["btr"]:
+        btr = "equal"
+    elif min(a["btr"], b["btr"]) == 0:
+        btr = "lower: none" if a["btr"] == 0 else "higher: the other has none"
+    else:
         ratio = b["btr"] / a["btr"]
         btr = f"{ratio:.1f}x lower" if ratio >= 1 else f"{1 / ratio:.1f}x higher"
-    else:
-        btr = "none bad" if b["btr"] == 0 else "no bad transitions vs some"
     return (f"{name_a} vs {name_b}: GRR {a['grr']:.3f} vs {b['grr']:.3f} ({diff:+.3f}, {where}); "
             f"BTR {a['btr']:.3f} vs {b['btr']:.3f} ({btr})")
 
