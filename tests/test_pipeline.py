@@ -123,7 +123,7 @@ def test_smoke_pipeline_end_to_end(tmp_path):
     for name in ("generator", "oracle", "random_restart"):
         res = json.loads((tmp_path / "eval" / name / "results.json").read_text())
         assert res["n_instances"] == 10
-    assert (tmp_path / "report" / "index.html").is_file()
+    assert (tmp_path / "report" / "report.html").is_file()
     assert "[compare] generator_verifier-onpolicy vs generator: GRR" in done.stdout
     again = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=300)
     assert again.returncode == 0 and again.stdout.count("done, skipped") == len(stages)
