@@ -213,3 +213,46 @@ def test_missing_export_settings_are_one_line(data, tmp_path, capsys):
         nl2pddl("task=repair", f"data_dir={data}", f"out_dir={tmp_path}", "limit=1",
                 f"backend.export={tmp_path}/nowhere")
     assert "export directory not found" in capsys.readouterr().err
+
+
+# ---- end to end from the command line -----------------------------------------------------------
+@pytest.mark.slow
+def test_end_to_end_train_both_models_then_critic_and_repair(tmp_path):
+    """task=data -> plansuite-train problem_generator and critic -> task=critic -> task=repair
+    with the local backend and the learned critic, as subprocesses (the documented commands)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "WANDB_MODE": "offline", "HF_HUB_OFFLINE": "1", "PLANSUITE_DEBUG": ""}
+
+    def cli(module: str, *args: str) -> subprocess.CompletedProcess:
+        proc = subprocess.run([sys.executable, "-m", f"plansuite.cli.{module}", *args], env=env,
+                              capture_output=True, text=True, timeout=1800)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return proc
+
+    data, pg, critic = tmp_path / "data", tmp_path / "pg", tmp_path / "critic"
+    cli("nl2pddl", "task=data", f"out_dir={data}", "dataset.random_problems=120",
+        "dataset.max_objects=4", "dataset.abstract_sizes=[3,4]")
+    cli("train", "model=problem_generator", f"data_dir={data}", f"out_dir={pg}", "logger=none",
+        "model.epochs=6", "model.val_greedy=8")
+    cli("train", "model=critic", f"data_dir={data}", f"out_dir={critic}", "logger=none", "model.epochs=2")
+    pg_metrics = json.loads((pg / "results.json").read_text())["metrics"]
+    assert pg_metrics["val/parse"] >= 0.5  # it has learned to write PDDL problems
+
+    cli("nl2pddl", "task=critic", f"data_dir={data}", f"out_dir={tmp_path / 'ce'}", "critic=learned",
+        f"critic.export={critic / 'export'}")
+    report = json.loads((tmp_path / "ce" / "critic_eval.json").read_text())
+    assert set(report["per_kind"]) == set(CRITIC_LABELS) and report["n"] > 0
+
+    run = tmp_path / "run"
+    proc = cli("nl2pddl", "task=repair", f"data_dir={data}", f"out_dir={run}", "limit=8",
+               "max_attempts=3", f"backend.export={pg / 'export'}", "critic=learned",
+               f"critic.export={critic / 'export'}")
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert sum(metrics["stops"].values()) == 8 and set(metrics["stops"]) <= {
+        "success", "unchanged", "no-feedback", "max-attempts"}
+    first = metrics["overall"][0]
+    assert first["parsed"] > 0 and first["critic_accepted"] is not None
+    assert "op. success but wrong" in proc.stdout

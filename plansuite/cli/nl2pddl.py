@@ -13,12 +13,13 @@ import json
 from pathlib import Path
 
 import hydra
+from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from plansuite.cli import CONF_DIR, friendly_errors
 from plansuite.domains import builtin_path, load_builtin
-from plansuite.errors import ConfigError
+from plansuite.errors import ConfigError, PlansuiteError
 from plansuite.nl2pddl.checks import OperationalChecker
 from plansuite.nl2pddl.dataset import NL2PDDLSpec, build_nl2pddl, load_nl2pddl_manifest, load_pairs
 from plansuite.nl2pddl.experiment import METRICS_MD, run_repair, score_run
@@ -65,7 +66,13 @@ def _component(cfg: DictConfig, group: str):
     for key in node:
         if OmegaConf.is_missing(node, key):
             raise ConfigError(f"{group}.{key}: required ({REQUIRED_HINTS.get(key, 'no default')})")
-    return instantiate(node)
+    try:
+        return instantiate(node)
+    except InstantiationException as exc:  # hydra wraps the constructor's error: unwrap ours
+        cause = exc.__cause__ or exc.__context__
+        if isinstance(cause, PlansuiteError):
+            raise cause from None
+        raise
 
 
 def _repair(cfg: DictConfig) -> dict:

@@ -37,6 +37,8 @@ from plansuite.nl2pddl.critic import CRITIC_LABELS, CriticVerdict, critic_input,
 from plansuite.nl2pddl.dataset import generation_prompt
 from plansuite.nl2pddl.generators import BackendError, Feedback, extract_problem, resample_from
 
+REWRITE_ROOM = 96  # tokens a repair needs after the kept prefix (a goal section is ~20-80)
+
 
 def domain_name(domain_text: str) -> str | None:
     """The name in ``(define (domain NAME)``, if any.
@@ -83,6 +85,8 @@ class LocalGenerator:
             return extract_problem(text)
         previous = feedback.previous
         prefix = previous[:resample_from(previous, feedback.diagnostics)]
+        if len(encode(self.policy.tokenizer, [prompt + prefix])[0]) > self.policy.context - REWRITE_ROOM:
+            prefix = ""  # a runaway candidate: keeping it would leave no room to rewrite the rest
         seed = self.seed * 1_000_003 + zlib.crc32(previous.encode())  # reproducible, new per attempt
         for continuation in self._complete(prompt + prefix, self.samples, self.retry_temperature, seed):
             candidate = extract_problem(prefix + continuation)

@@ -10,9 +10,14 @@ carries the previous candidate, the diagnostics that rejected it and ``message``
 instruction for a chat model. Backends must not raise on bad model output (the checks report
 it); they raise :class:`BackendError` only when the backend itself fails (unreachable server).
 
-Plugging a served LLM in is configuration only, e.g. a vLLM / llama.cpp / OpenAI endpoint::
+Backends are a config group: ``backend=local`` (the default: a ``problem_generator`` export,
+:class:`plansuite.models.nl2pddl.LocalGenerator`, which answers feedback by resampling from the
+earliest section the diagnostics point at, :func:`resample_from`) or ``backend=openai``. Plugging
+a served LLM in is configuration only, e.g. a vLLM / llama.cpp / OpenAI endpoint::
 
-    plansuite-nl2pddl task=repair backend.base_url=http://localhost:8000/v1 backend.model=NAME
+    plansuite-nl2pddl task=repair backend=openai backend.base_url=http://localhost:8000/v1 backend.model=NAME
+
+Any other class works with ``backend._target_=my.module.MyGenerator`` plus its arguments.
 """
 
 from __future__ import annotations
