@@ -25,16 +25,13 @@ class CriticModule(L.LightningModule):
         self.val_pred, self.val_truth = CatMetric(), CatMetric()
         self.report: dict = {}
 
-    def forward(self, input_ids, attention_mask, labels=None):
-        return self.model(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
-
     def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
-        loss = self(**batch).loss
+        loss = self.model(**batch).loss  # batch: input_ids, attention_mask, labels
         self.log("train/loss", loss, prog_bar=True)
         return loss
 
     def validation_step(self, batch: dict, batch_idx: int) -> None:
-        logits = self(batch["input_ids"], batch["attention_mask"]).logits
+        logits = self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
         self.val_pred.update(logits.argmax(-1).float())
         self.val_truth.update(batch["labels"].float())
 
