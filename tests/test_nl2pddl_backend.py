@@ -145,7 +145,7 @@ def test_cli_repair_then_score_through_a_served_model(serve, tmp_path):
     server = serve(oracle)
     run = tmp_path / "run"
     proc = cli("task=repair", f"data_dir={data}", "limit=3", "max_attempts=3", f"out_dir={run}",
-               f"backend.base_url={server.url}", "backend.model=oracle")
+               "backend=openai", f"backend.base_url={server.url}", "backend.model=oracle")
     assert proc.returncode == 0, proc.stderr
     assert "| 1 | 3 |" in proc.stdout and "| 2 | 3 |" in proc.stdout
     metrics = json.loads((run / "metrics.json").read_text())
@@ -160,7 +160,7 @@ def test_cli_repair_then_score_through_a_served_model(serve, tmp_path):
 
     server.close()  # the backend disappears: one clear line, exit 1, the log kept
     proc = cli("task=repair", f"data_dir={data}", "limit=4", f"out_dir={run}",
-               f"backend.base_url={server.url}", "backend.model=oracle", "backend.timeout_s=2", "backend.retry_wait_s=0")
+               "backend=openai", f"backend.base_url={server.url}", "backend.model=oracle", "backend.timeout_s=2", "backend.retry_wait_s=0")
     assert proc.returncode == 1 and proc.stderr.strip().startswith("error:") and "cannot reach" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     assert "resuming: 3 items already done" in proc.stdout

@@ -1,8 +1,10 @@
 """``plansuite-nl2pddl``: NL→PDDL data, the generation/repair experiment, and its scoring.
 
 ``task=data`` builds a dataset (:mod:`plansuite.nl2pddl.dataset`); ``task=repair`` runs the
-repair loop over a split with the configured backend and then scores it offline; ``task=score``
-re-scores an existing run directory. See ``conf/nl2pddl.yaml``.
+repair loop over a split with the configured backend (``backend=local|openai``) and critic
+(``critic=learned``, or none) and then scores it offline; ``task=score`` re-scores an existing run
+directory; ``task=critic`` measures a critic's accuracy on a split's critic examples (reference
+problems and their corruptions), overall and per kind. See ``conf/nl2pddl.yaml``.
 """
 
 from __future__ import annotations
@@ -11,18 +13,21 @@ import json
 from pathlib import Path
 
 import hydra
+from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from plansuite.cli import CONF_DIR, friendly_errors
 from plansuite.domains import builtin_path, load_builtin
-from plansuite.errors import ConfigError
+from plansuite.errors import ConfigError, PlansuiteError
 from plansuite.nl2pddl.checks import OperationalChecker
 from plansuite.nl2pddl.dataset import NL2PDDLSpec, build_nl2pddl, load_nl2pddl_manifest, load_pairs
 from plansuite.nl2pddl.experiment import METRICS_MD, run_repair, score_run
 from plansuite.pddl.parse import load_domain
 
-TASKS = ("data", "repair", "score")
+TASKS = ("data", "repair", "score", "critic")
+REQUIRED_HINTS = {"export": "a plansuite-train export directory", "model": "the model name the server expects"}
+CRITIC_EVAL_JSON, CRITIC_EVAL_MD = "critic_eval.json", "critic_eval.md"
 
 
 def _data(cfg: DictConfig) -> dict:
@@ -53,15 +58,32 @@ def _pairs(cfg: DictConfig):
     return pairs[: cfg.limit] if cfg.limit else pairs
 
 
+def _component(cfg: DictConfig, group: str):
+    """Instantiate ``cfg.<group>`` (backend / critic); a required value left unset is one line."""
+    node = cfg.get(group)
+    if not node:
+        return None
+    for key in node:
+        if OmegaConf.is_missing(node, key):
+            raise ConfigError(f"{group}.{key}: required ({REQUIRED_HINTS.get(key, 'no default')})")
+    try:
+        return instantiate(node)
+    except InstantiationException as exc:  # hydra wraps the constructor's error: unwrap ours
+        cause = exc.__cause__ or exc.__context__
+        if isinstance(cause, PlansuiteError):
+            raise cause from None
+        raise
+
+
 def _repair(cfg: DictConfig) -> dict:
     pairs = _pairs(cfg)
-    if OmegaConf.is_missing(cfg.backend, "model"):
-        raise ConfigError("backend.model: required (the model name the server expects)")
+    if not cfg.get("backend"):
+        raise ConfigError("backend: required (backend=local or backend=openai)")
     domain_file = Path(cfg.data_dir) / "domain.pddl"
-    critic = instantiate(cfg.critic) if cfg.critic else None
+    critic = _component(cfg, "critic")
     checker = OperationalChecker(domain_file, critic=critic, mode=cfg.planner.mode,
                                  time_limit=cfg.planner.time_limit)
-    generator = instantiate(cfg.backend)
+    generator = _component(cfg, "backend")
     out_dir = Path(cfg.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "run.json").write_text(json.dumps(OmegaConf.to_container(cfg, resolve=True), indent=2) + "\n")
@@ -77,11 +99,39 @@ def _score(cfg: DictConfig, pairs=None) -> dict:
     return metrics
 
 
+def _critic(cfg: DictConfig) -> dict:
+    """Held-out accuracy of the configured critic on the split's critic examples."""
+    from plansuite.nl2pddl.critic import critic_report, report_table, verdict_label
+    from plansuite.nl2pddl.dataset import load_critic_examples
+
+    if not cfg.data_dir:
+        raise ConfigError("data_dir: required for task=critic (build one with task=data)")
+    critic = _component(cfg, "critic")
+    if critic is None:
+        raise ConfigError("critic: required for task=critic (critic=learned critic.export=DIR)")
+    examples = load_critic_examples(cfg.data_dir, cfg.split)
+    examples = examples[: cfg.limit] if cfg.limit else examples
+    if not examples:
+        raise ConfigError(f"{cfg.data_dir}/critic/{cfg.split}.jsonl: no critic examples")
+    if hasattr(critic, "predict"):  # batched
+        predicted = critic.predict([e.text for e in examples])
+    else:
+        predicted = [verdict_label(critic.judge(e.description, e.problem)) for e in examples]
+    report = {"split": cfg.split, "data_dir": str(cfg.data_dir),
+              **critic_report([e.label for e in examples], predicted)}
+    out_dir = Path(cfg.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / CRITIC_EVAL_JSON).write_text(json.dumps(report, indent=2) + "\n")
+    (out_dir / CRITIC_EVAL_MD).write_text(report_table(report))
+    print(report_table(report), end="")
+    return report
+
+
 @friendly_errors
 def run(cfg: DictConfig) -> dict:
     if cfg.task not in TASKS:
         raise ConfigError(f"task={cfg.task}: choose from {', '.join(TASKS)}")
-    return {"data": _data, "repair": _repair, "score": _score}[cfg.task](cfg)
+    return {"data": _data, "repair": _repair, "score": _score, "critic": _critic}[cfg.task](cfg)
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="nl2pddl")

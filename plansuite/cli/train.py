@@ -11,6 +11,8 @@ Examples (``conf/train.yaml``)::
         model.finetune.extra=plans.jsonl model.finetune.original_fraction=0.5 \
         model.finetune.examples=9600 model.epochs=1    # finetune on extra transitions
     plansuite-train model=generator_paper trainer=gpu model.backbone.path=/models/gpt2 ...
+    plansuite-train model=problem_generator data_dir=NL out_dir=PG    # NL→PDDL (plansuite-nl2pddl data)
+    plansuite-train model=critic data_dir=NL out_dir=C
 
 Writes under ``out_dir``: ``checkpoints/last.ckpt`` (every ``checkpoint_every_n_steps``) and
 ``checkpoints/best.ckpt``, ``export/`` (``save_pretrained`` model + tokenizer + ``plansuite.json``,
@@ -33,7 +35,7 @@ from omegaconf import DictConfig, OmegaConf
 from plansuite.cli import CONF_DIR, friendly_errors
 from plansuite.errors import ConfigError, PlansuiteError
 
-KINDS = ("generator", "verifier")
+KINDS = ("generator", "verifier", "problem_generator", "critic")  # the last two: NL→PDDL
 INITS = ("base", "generator")
 
 
@@ -117,15 +119,15 @@ def make_tokenizer(backbone, domain, data_dir):
         raise
 
 
-def make_model(backbone, head: str, tokenizer):
+def make_model(backbone, head: str, tokenizer, labels: dict[int, str] | None = None):
     from plansuite.models.backbone import pretrained_model, tiny_model
 
     if backbone.name == "tiny":
-        return tiny_model(backbone, head, tokenizer)
+        return tiny_model(backbone, head, tokenizer, labels)
     if backbone.name == "pretrained":
         if not backbone.path:
             raise ConfigError("model.backbone.name=pretrained: set model.backbone.path")
-        return pretrained_model(backbone.path, head, tokenizer)
+        return pretrained_model(backbone.path, head, tokenizer, labels)
     raise ConfigError(f"model.backbone.name '{backbone.name}': unknown (choose from tiny, pretrained)")
 
 
@@ -166,6 +168,10 @@ def build(cfg: DictConfig, domain, data_dir: Path, out_dir: Path, resolved: dict
     optim = OptimConfig(**OmegaConf.to_container(m.optim, resolve=True))
     if m.kind not in KINDS:
         raise ConfigError(f"model.kind '{m.kind}': unknown (choose from {', '.join(KINDS)})")
+    if m.kind in ("problem_generator", "critic"):
+        from plansuite.cli.train_nl2pddl import build_nl2pddl
+
+        return build_nl2pddl(cfg, domain, data_dir, resolved)
     if m.kind == "generator":
         finetune = FinetuneConfig(**OmegaConf.to_container(m.get("finetune") or {}, resolve=True))
         base_max_new = None

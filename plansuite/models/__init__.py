@@ -12,6 +12,9 @@ One idea per file, read top to bottom:
 - ``export``: ``save_pretrained`` directories with ``plansuite.json``.
 - ``inference``: :class:`~plansuite.models.inference.GeneratorPolicy` and
   :class:`~plansuite.models.inference.VerifierScorer`, the API the planning loops use.
+- NL→PDDL: ``text_tokenizer`` (a BPE trained on the dataset's text), ``text_data`` (description /
+  problem pairs, critic examples), ``problem_generator`` and ``critic`` (the LightningModules),
+  ``nl2pddl`` (the local backend and the learned critic over their exports).
 
 Training runs through ``plansuite-train`` (:mod:`plansuite.cli.train`, ``conf/train.yaml``).
 """

@@ -40,12 +40,13 @@ class BackboneConfig:
     activation: str = "gelu"
 
 
-def _head_kwargs(head: str, tokenizer: PreTrainedTokenizerBase) -> dict:
+def _head_kwargs(head: str, tokenizer: PreTrainedTokenizerBase, labels: dict[int, str] | None = None) -> dict:
     kw = {"pad_token_id": tokenizer.pad_token_id, "eos_token_id": tokenizer.eos_token_id,
           "bos_token_id": tokenizer.eos_token_id}
     if head == "classifier":
-        kw.update(num_labels=2, id2label=VERIFIER_LABELS,
-                  label2id={v: k for k, v in VERIFIER_LABELS.items()},
+        labels = labels or VERIFIER_LABELS
+        kw.update(num_labels=len(labels), id2label=labels,
+                  label2id={v: k for k, v in labels.items()},
                   problem_type="single_label_classification")
     return kw
 
@@ -56,21 +57,24 @@ def _auto_class(head: str):
     return AutoModelForCausalLM if head == "causal" else AutoModelForSequenceClassification
 
 
-def tiny_model(cfg: BackboneConfig, head: str, tokenizer: PreTrainedTokenizerBase) -> PreTrainedModel:
-    """A fresh GPT-2 sized by ``cfg`` whose vocabulary is the tokenizer's."""
+def tiny_model(cfg: BackboneConfig, head: str, tokenizer: PreTrainedTokenizerBase,
+               labels: dict[int, str] | None = None) -> PreTrainedModel:
+    """A fresh GPT-2 sized by ``cfg`` whose vocabulary is the tokenizer's (a classifier head has
+    ``labels``, id -> name; the verifier's two by default)."""
     if cfg.n_embd % cfg.n_head:
         raise ConfigError(f"model.backbone: n_embd={cfg.n_embd} is not divisible by n_head={cfg.n_head}")
     config = GPT2Config(vocab_size=len(tokenizer), n_positions=cfg.n_positions, n_embd=cfg.n_embd,
                         n_layer=cfg.n_layer, n_head=cfg.n_head, activation_function=cfg.activation,
                         resid_pdrop=cfg.dropout, embd_pdrop=cfg.dropout, attn_pdrop=cfg.dropout,
-                        **_head_kwargs(head, tokenizer))
+                        **_head_kwargs(head, tokenizer, labels))
     return _with_loss_type(_auto_class(head).from_config(config), head)
 
 
-def pretrained_model(path: str | Path, head: str, tokenizer: PreTrainedTokenizerBase) -> PreTrainedModel:
+def pretrained_model(path: str | Path, head: str, tokenizer: PreTrainedTokenizerBase,
+                     labels: dict[int, str] | None = None) -> PreTrainedModel:
     """Weights from ``path`` (hub id or directory); a new head when the saved one differs."""
     try:
-        model = _auto_class(head).from_pretrained(str(path), **_head_kwargs(head, tokenizer))
+        model = _auto_class(head).from_pretrained(str(path), **_head_kwargs(head, tokenizer, labels))
     except OSError as exc:
         raise missing_backbone(path) from exc
     except ValueError as exc:  # e.g. a config that is not a GPT-2 family model

@@ -3,10 +3,14 @@
 An export loads with ``AutoModelForCausalLM`` / ``AutoModelForSequenceClassification`` and
 ``AutoTokenizer`` directly; ``plansuite.json`` says what it is::
 
-    {"format": 1, "kind": "generator" | "verifier", "domain": "blocksworld-4ops",
+    {"format": 1, "kind": "generator" | "verifier" | "problem_generator" | "critic",
+     "domain": "blocksworld-4ops",
      "tokenizer": "atom" | "bpe", "threshold": 0.5 (verifier), "input_kind": "state_action" |
      "state_action_next" (verifier), "max_new_tokens": 64 (generator), "metrics": {...},
-     "config": {the resolved training config}}
+     "labels": ["match", ...] (critic), "config": {the resolved training config}}
+
+``problem_generator`` (NL→PDDL, description -> problem) and ``critic`` (description/problem
+mismatch classifier) are the :mod:`plansuite.nl2pddl` models; see :mod:`plansuite.models.nl2pddl`.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from plansuite.errors import ConfigError
 
 META_FILE = "plansuite.json"
 FORMAT = 1
-KINDS = ("generator", "verifier")
+KINDS = ("generator", "verifier", "problem_generator", "critic")
+CAUSAL_KINDS = ("generator", "problem_generator")  # the rest are sequence classifiers
 
 
 def save_export(path: str | Path, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
@@ -78,7 +83,7 @@ def load_export(path: str | Path, kind: str, device: str = "cpu"):
     tokenizer = load_pretrained_tokenizer(path)
     from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
 
-    auto = AutoModelForCausalLM if kind == "generator" else AutoModelForSequenceClassification
+    auto = AutoModelForCausalLM if kind in CAUSAL_KINDS else AutoModelForSequenceClassification
     try:
         model = auto.from_pretrained(str(path))
     except (OSError, ValueError) as exc:

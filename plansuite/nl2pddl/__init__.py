@@ -5,6 +5,9 @@
 - :mod:`~plansuite.nl2pddl.checks` — online operational checks with located diagnostics.
 - :mod:`~plansuite.nl2pddl.generators` — the ``ProblemGenerator`` protocol and an OpenAI-compatible
   HTTP backend; :mod:`.critic` — the ``Critic`` protocol; :mod:`.corrupt` — critic training data.
+  The learned implementations (a local problem generator and the critic, trained with
+  ``plansuite-train model=problem_generator|critic``) load torch models, so they live in
+  :mod:`plansuite.models.nl2pddl`.
 - :mod:`~plansuite.nl2pddl.repair` — the loop and its stop rules; :mod:`.experiment` — a split,
   logged to JSONL with resume; :mod:`.metrics` — per-round rates and the gap table.
 - :mod:`~plansuite.nl2pddl.equivalence` — structural and semantic equivalence (offline only), on

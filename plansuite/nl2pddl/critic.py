@@ -1,8 +1,10 @@
 """The critic check: does a candidate problem say what the description says?
 
 A critic is anything with ``judge(description, problem_text) -> CriticVerdict``. The learned
-critic (phase 2) is a sequence classifier over :func:`critic_input` with the labels
-:data:`CRITIC_LABELS`, trained on the corruptions of :mod:`plansuite.nl2pddl.corrupt`.
+critic (:class:`plansuite.models.nl2pddl.LearnedCritic`, ``critic=learned``) is a sequence
+classifier over :func:`critic_input` with the labels :data:`CRITIC_LABELS`, trained on the
+corruptions of :mod:`plansuite.nl2pddl.corrupt` (``plansuite-train model=critic``);
+:func:`critic_report` scores any critic's labels (``plansuite-nl2pddl task=critic``).
 There is deliberately no rule-based default: without a configured critic the check is not run
 and the reports say so.
 """
@@ -43,6 +45,60 @@ def critic_input(description: str, problem_text: str) -> str:
     'DESCRIPTION: Two blocks.\\nPROBLEM: (define (problem p) (:objects a b))'
     """
     return f"DESCRIPTION: {' '.join(description.split())}\nPROBLEM: {' '.join(problem_text.split())}"
+
+
+def verdict_label(verdict: CriticVerdict) -> str:
+    """The label a verdict amounts to: ``match`` if accepted, else its kind (``mismatch`` if none).
+
+    >>> verdict_label(CriticVerdict(True)), verdict_label(CriticVerdict(False, "goal")), verdict_label(CriticVerdict(False))
+    ('match', 'goal', 'mismatch')
+    """
+    return CRITIC_LABELS[0] if verdict.accepted else (verdict.kind or "mismatch")
+
+
+def critic_report(truth: list[str], predicted: list[str]) -> dict:
+    """Accuracy of critic predictions (labels of :data:`CRITIC_LABELS`), overall and per true kind.
+
+    ``accuracy``: the exact label; ``detection``: match/mismatch only (a corrupted problem
+    rejected, whatever kind was named; a matching one accepted). Per kind: ``n``, ``accuracy``
+    (the kind named exactly) and ``detection``. ``confusion[true][predicted]`` counts.
+
+    >>> r = critic_report(["match", "goal", "goal", "init"], ["match", "goal", "init", "match"])
+    >>> r["accuracy"], r["detection"], r["per_kind"]["goal"], r["confusion"]["init"]["match"]
+    (0.5, 0.75, {'n': 2, 'accuracy': 0.5, 'detection': 1.0}, 1)
+    """
+    if len(truth) != len(predicted) or not truth:
+        raise ValueError("critic_report: need as many predictions as labels, at least one")
+    match = CRITIC_LABELS[0]
+
+    def rates(pairs: list[tuple[str, str]]) -> dict:
+        exact = sum(t == p for t, p in pairs) / len(pairs)
+        detected = sum((t == match) == (p == match) for t, p in pairs) / len(pairs)
+        return {"n": len(pairs), "accuracy": round(exact, 6), "detection": round(detected, 6)}
+
+    pairs = list(zip(truth, predicted, strict=True))
+    overall = rates(pairs)
+    return {"n": overall["n"], "accuracy": overall["accuracy"], "detection": overall["detection"],
+            "per_kind": {k: rates([x for x in pairs if x[0] == k]) for k in CRITIC_LABELS
+                         if any(t == k for t in truth)},
+            "confusion": {t: {p: sum(1 for x in pairs if x == (t, p)) for p in CRITIC_LABELS}
+                          for t in CRITIC_LABELS if t in truth}}
+
+
+def report_table(report: dict) -> str:
+    """Markdown table of a :func:`critic_report`: one row per true kind, then all.
+
+    >>> print(report_table(critic_report(["match", "goal"], ["match", "init"])), end="")
+    | true kind | n | accuracy (kind named) | detection (match vs. mismatch) |
+    |---|---|---|---|
+    | match | 1 | 1.000 | 1.000 |
+    | goal | 1 | 0.000 | 1.000 |
+    | all | 2 | 0.500 | 1.000 |
+    """
+    lines = ["| true kind | n | accuracy (kind named) | detection (match vs. mismatch) |", "|---|---|---|---|"]
+    rows = [*report["per_kind"].items(), ("all", report)]
+    lines += [f"| {k} | {r['n']} | {r['accuracy']:.3f} | {r['detection']:.3f} |" for k, r in rows]
+    return "\n".join(lines) + "\n"
 
 
 def critic_diagnostic(verdict: CriticVerdict, source: str) -> Diagnostic:

@@ -75,12 +75,23 @@ class Pair:
 
     @property
     def prompt(self) -> str:
-        """Generation prompt for a causal LM (the domain is fixed per dataset)."""
-        return f"DESCRIPTION: {self.description}\nPROBLEM:\n"
+        return generation_prompt(self.description)
 
     @property
     def completion(self) -> str:
-        return f"{self.problem}END\n"
+        return f"{self.problem}{END}\n"
+
+
+END = "END"  # closes a completion, so a causal LM learns where a problem stops
+
+
+def generation_prompt(description: str) -> str:
+    """Prompt of the local problem generator (the domain is fixed per dataset, so not included).
+
+    >>> generation_prompt("Two blocks.")
+    'DESCRIPTION: Two blocks.\\nPROBLEM:\\n'
+    """
+    return f"DESCRIPTION: {description}\nPROBLEM:\n"
 
 
 @dataclass(frozen=True)
@@ -102,12 +113,12 @@ def scenarios(spec: NL2PDDLSpec, domain: Domain, seed: int) -> list[scenes.Scena
     rng = random.Random(f"{seed}/scenes")
     if spec.domain == "blocksworld":
         out = scenes.blocksworld_abstract(domain, list(spec.abstract_sizes), rng)
-        out += [scenes.blocksworld_random(domain, rng, spec.min_objects, spec.max_objects, i)
-                for i in range(spec.random_problems)]
+        out += [scenes.blocksworld_random(domain, rng, spec.min_objects, spec.max_objects)
+                for _ in range(spec.random_problems)]
     elif spec.domain == "gripper":
         out = scenes.gripper_abstract(domain, list(spec.abstract_sizes), list(spec.rooms), rng)
-        out += [scenes.gripper_random(domain, rng, spec.min_objects, spec.max_objects, list(spec.rooms), i)
-                for i in range(spec.random_problems)]
+        out += [scenes.gripper_random(domain, rng, spec.min_objects, spec.max_objects, list(spec.rooms))
+                for _ in range(spec.random_problems)]
     else:
         raise ConfigError(f"dataset.domain={spec.domain!r}: NL→PDDL data exists for {', '.join(DOMAINS)}")
     return out

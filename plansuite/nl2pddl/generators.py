@@ -10,15 +10,21 @@ carries the previous candidate, the diagnostics that rejected it and ``message``
 instruction for a chat model. Backends must not raise on bad model output (the checks report
 it); they raise :class:`BackendError` only when the backend itself fails (unreachable server).
 
-Plugging a served LLM in is configuration only, e.g. a vLLM / llama.cpp / OpenAI endpoint::
+Backends are a config group: ``backend=local`` (the default: a ``problem_generator`` export,
+:class:`plansuite.models.nl2pddl.LocalGenerator`, which answers feedback by resampling from the
+earliest section the diagnostics point at, :func:`resample_from`) or ``backend=openai``. Plugging
+a served LLM in is configuration only, e.g. a vLLM / llama.cpp / OpenAI endpoint::
 
-    plansuite-nl2pddl task=repair backend.base_url=http://localhost:8000/v1 backend.model=NAME
+    plansuite-nl2pddl task=repair backend=openai backend.base_url=http://localhost:8000/v1 backend.model=NAME
+
+Any other class works with ``backend._target_=my.module.MyGenerator`` plus its arguments.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import urllib.error
 import urllib.request
@@ -74,6 +80,59 @@ def extract_problem(reply: str) -> str:
             if depth == 0:
                 return reply[start:i + 1]
     return reply[start:].strip()  # unbalanced: let the parser say where
+
+
+SECTIONS = ("domain", "objects", "init", "goal")  # the order of a problem file's sections
+
+
+def _section_starts(text: str) -> dict[str, int]:
+    """Offset of each ``(:section`` in ``text`` (first occurrence)."""
+    out: dict[str, int] = {}
+    for m in re.finditer(r"\(\s*:(domain|objects|init|goal)\b", text, re.IGNORECASE):
+        out.setdefault(m.group(1).lower(), m.start())
+    return out
+
+
+def _section_of(d: Diagnostic, text: str, starts: dict[str, int]) -> str | None:
+    """The section a diagnostic points at: from its construct, else from its line."""
+    construct = d.construct.strip().lower().lstrip("(:")
+    for name in SECTIONS:
+        if construct.startswith(name):
+            return name
+    if construct.startswith("object "):
+        return "objects"
+    if d.line:
+        line_end = sum(len(line) + 1 for line in text.split("\n")[:d.line])
+        before = [name for name, start in starts.items() if start < line_end]
+        return max(before, key=starts.__getitem__) if before else None
+    return None
+
+
+def resample_from(text: str, diagnostics: tuple[Diagnostic, ...] | list[Diagnostic]) -> int:
+    """Where a repair should start rewriting ``text``: the start of the earliest section that a
+    diagnostic points at (whitespace before it dropped), or 0 (everything) when one of them
+    points nowhere in particular (a plan VAL rejects, a parse error before any section).
+
+    >>> text = "(define (problem p)\\n  (:objects a b)\\n  (:init (clear a))\\n  (:goal (and (on a b))))"
+    >>> text[:resample_from(text, [Diagnostic("critic-goal", "c", "(:goal ...)", "")])]
+    '(define (problem p)\\n  (:objects a b)\\n  (:init (clear a))'
+    >>> cut = resample_from(text, [Diagnostic("arity", "c", "init (clear)", ""),
+    ...                            Diagnostic("unsolvable", "c", "(:goal ...)", "")])
+    >>> text[cut:cut + 10]
+    '\\n  (:init '
+    >>> resample_from(text, [Diagnostic("parse", "c", "token ')'", "", line=2)]) == text.index("\\n  (:obj")
+    True
+    >>> resample_from(text, [Diagnostic("plan-invalid", "c", "plan", "")])
+    0
+    """
+    starts = _section_starts(text)
+    cut = len(text)
+    for d in diagnostics:
+        section = _section_of(d, text, starts)
+        if section is None or section not in starts:
+            return 0
+        cut = min(cut, len(text[:starts[section]].rstrip()))
+    return 0 if cut == len(text) else cut
 
 
 def chat_messages(description: str, domain_text: str, feedback: Feedback | None) -> list[dict]:

@@ -98,9 +98,12 @@ def blocksworld_abstract(domain: Domain, sizes: list[int], rng: random.Random) -
     return out
 
 
-def blocksworld_random(domain: Domain, rng: random.Random, min_blocks: int, max_blocks: int,
-                       index: int) -> Scenario:
-    """A uniform initial state (maybe holding a block); the goal from another uniform state."""
+def blocksworld_random(domain: Domain, rng: random.Random, min_blocks: int, max_blocks: int) -> Scenario:
+    """A uniform initial state (maybe holding a block); the goal from another uniform state.
+
+    Named like the abstract scenes, by what the description says (here the size), never by an
+    arbitrary index: a learned generator has to write the name, and an index nothing predicts
+    is noise in its training targets."""
     n = rng.randint(min_blocks, max_blocks)
     scheme = rng.choice(sorted(BLOCK_NAMES))
     blocks = BLOCK_NAMES[scheme](n)
@@ -113,7 +116,7 @@ def blocksworld_random(domain: Domain, rng: random.Random, min_blocks: int, max_
                 "on-only": frozenset(a for a in full_goal if a[0] == "on")}[form]
         if goal and not goal <= init:
             break
-    problem = Problem(f"bw-random-{index}", domain.name, {b: "object" for b in blocks}, init, goal)
+    problem = Problem(f"bw-random-{n}", domain.name, {b: "object" for b in blocks}, init, goal)
     return Scenario(problem, "random", "random", {"block": scheme}, {"n": n, "goal_form": form})
 
 
@@ -169,7 +172,7 @@ def gripper_abstract(domain: Domain, sizes: list[int], room_counts: list[int],
 
 
 def gripper_random(domain: Domain, rng: random.Random, min_balls: int, max_balls: int,
-                   room_counts: list[int], index: int) -> Scenario:
+                   room_counts: list[int]) -> Scenario:
     n, r = rng.randint(min_balls, max_balls), rng.choice(room_counts)
     names = {"ball": rng.choice(sorted(BALL_NAMES)), "room": rng.choice(sorted(ROOM_NAMES)),
              "gripper": rng.choice(sorted(GRIPPER_NAMES))}
@@ -186,6 +189,6 @@ def gripper_random(domain: Domain, rng: random.Random, min_balls: int, max_balls
             goal.add(("at-robby", rng.choice(rooms)))
         if not goal <= init:
             break
-    problem = Problem(f"gripper-random-{index}", domain.name, _gripper_objects(balls, rooms, grippers),
+    problem = Problem(f"gripper-random-{n}-{r}", domain.name, _gripper_objects(balls, rooms, grippers),
                       init, frozenset(goal))
     return Scenario(problem, "random", "random", names, {"n": n, "rooms": r})

@@ -1,0 +1,137 @@
+"""The two learned parts of the NL→PDDL loop, loaded from ``plansuite-train`` exports.
+
+:class:`LocalGenerator` implements the backend protocol of :mod:`plansuite.nl2pddl.generators`
+(``generate(description, domain_text, feedback) -> str``) with a ``problem_generator`` export:
+
+- first attempt (``feedback is None``): decode ``DESCRIPTION: ... PROBLEM:`` at ``temperature``
+  (0 = greedy, the default);
+- a repair attempt (``feedback`` given): the model was never trained on feedback text, so it
+  cannot read the message; it uses the diagnostics' *locations* instead. It keeps the previous
+  candidate up to the earliest section a diagnostic points at
+  (:func:`~plansuite.nl2pddl.generators.resample_from`: e.g. everything before ``(:goal`` for a
+  ``critic-goal`` or ``unsolvable`` diagnostic, everything for a plan VAL rejects), and samples
+  ``samples`` continuations of that prefix at ``retry_temperature``, seeded by the previous text
+  (so runs are reproducible). It returns the first continuation that differs from the previous
+  candidate; if all ``samples`` repeat it, it returns the previous candidate, and the loop stops
+  with ``unchanged``.
+
+:class:`LearnedCritic` implements the critic protocol of :mod:`plansuite.nl2pddl.critic` with a
+``critic`` export: it classifies ``critic_input(description, problem)`` into ``CRITIC_LABELS``;
+the problem is accepted when ``match`` is the most probable label (or, with ``threshold`` set,
+when P(match) >= threshold), and a rejection names the most probable mismatch kind.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from pathlib import Path
+
+import torch
+
+from plansuite.errors import ConfigError
+from plansuite.models.export import load_export
+from plansuite.models.inference import GeneratorPolicy
+from plansuite.models.tokenizer import encode, pad_ids
+from plansuite.nl2pddl.critic import CRITIC_LABELS, CriticVerdict, critic_input, verdict_label
+from plansuite.nl2pddl.dataset import generation_prompt
+from plansuite.nl2pddl.generators import BackendError, Feedback, extract_problem, resample_from
+
+REWRITE_ROOM = 96  # tokens a repair needs after the kept prefix (a goal section is ~20-80)
+
+
+def domain_name(domain_text: str) -> str | None:
+    """The name in ``(define (domain NAME)``, if any.
+
+    >>> domain_name("(define (domain Blocksworld-4ops) (:requirements :strips))")
+    'blocksworld-4ops'
+    """
+    m = re.search(r"\(\s*domain\s+([^\s()]+)", domain_text, re.IGNORECASE)
+    return m.group(1).lower() if m else None
+
+
+class LocalGenerator:
+    """A ``problem_generator`` export as a repair-loop backend (see the module docstring)."""
+
+    def __init__(self, export: str | Path, device: str = "cpu", temperature: float = 0.0,
+                 retry_temperature: float = 0.8, top_p: float = 0.95, samples: int = 4,
+                 seed: int = 0, max_new_tokens: int | None = None):
+        if samples < 1:
+            raise ConfigError(f"backend.samples={samples}: must be >= 1")
+        model, tokenizer, meta = load_export(export, "problem_generator", device)
+        self.policy = GeneratorPolicy(model, tokenizer, int(meta.get("max_new_tokens", 512)))
+        self.export, self.meta = Path(export), meta
+        self.temperature, self.retry_temperature, self.top_p = temperature, retry_temperature, top_p
+        self.samples, self.seed, self.max_new_tokens = samples, seed, max_new_tokens
+        trained_on = self.export / "domain.pddl"
+        self.domain = domain_name(trained_on.read_text()) if trained_on.is_file() else None
+
+    def _check_domain(self, domain_text: str) -> None:
+        asked = domain_name(domain_text)
+        if self.domain and asked and asked != self.domain:
+            raise BackendError(f"{self.export}: trained on domain '{self.domain}', asked for '{asked}'")
+
+    def _complete(self, prompt: str, n: int, temperature: float, seed: int) -> list[str]:
+        gens = self.policy.generate([prompt] * n, temperature=temperature, top_p=self.top_p,
+                                    max_new_tokens=self.max_new_tokens,
+                                    seed=[seed + i for i in range(n)] if temperature > 0 else None)
+        return [g.text for g in gens]  # a trailing END is dropped by extract_problem
+
+    def generate(self, description: str, domain_text: str, feedback: Feedback | None) -> str:
+        self._check_domain(domain_text)
+        prompt = generation_prompt(description)
+        if feedback is None:
+            [text] = self._complete(prompt, 1, self.temperature, self.seed)
+            return extract_problem(text)
+        previous = feedback.previous
+        prefix = previous[:resample_from(previous, feedback.diagnostics)]
+        if len(encode(self.policy.tokenizer, [prompt + prefix])[0]) > self.policy.context - REWRITE_ROOM:
+            prefix = ""  # a runaway candidate: keeping it would leave no room to rewrite the rest
+        seed = self.seed * 1_000_003 + zlib.crc32(previous.encode())  # reproducible, new per attempt
+        for continuation in self._complete(prompt + prefix, self.samples, self.retry_temperature, seed):
+            candidate = extract_problem(prefix + continuation)
+            if candidate.split() != previous.split():
+                return candidate
+        return previous
+
+
+class LearnedCritic:
+    """A ``critic`` export as the loop's critic (see the module docstring)."""
+
+    def __init__(self, export: str | Path, device: str = "cpu", threshold: float | None = None,
+                 batch_size: int = 32):
+        self.model, self.tokenizer, self.meta = load_export(export, "critic", device)
+        labels = self.meta.get("labels")
+        if labels != list(CRITIC_LABELS):
+            raise ConfigError(f"{export}: critic labels {labels}, expected {list(CRITIC_LABELS)}")
+        if self.model.config.pad_token_id is None:
+            raise ConfigError(f"{export}: critic config has no pad_token_id")
+        self.threshold, self.batch_size = threshold, batch_size
+        self.context = self.model.config.n_positions
+
+    @torch.inference_mode()
+    def probabilities(self, texts: list[str]) -> list[list[float]]:
+        """P(label) for each critic input text; over-long inputs keep their first tokens."""
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            ids = [x[:self.context] for x in encode(self.tokenizer, texts[start:start + self.batch_size])]
+            batch, mask = pad_ids(ids, self.tokenizer.pad_token_id)  # right padding
+            logits = self.model(input_ids=batch.to(self.model.device),
+                                attention_mask=mask.to(self.model.device)).logits
+            out.extend(torch.softmax(logits.float(), -1).tolist())
+        return out
+
+    def decide(self, probs: list[float]) -> CriticVerdict:
+        """The verdict for one row of :meth:`probabilities`."""
+        p_match = probs[0]
+        best = max(range(len(CRITIC_LABELS)), key=probs.__getitem__)
+        accepted = best == 0 if self.threshold is None else p_match >= self.threshold
+        kind = None if accepted else CRITIC_LABELS[max(range(1, len(CRITIC_LABELS)), key=probs.__getitem__)]
+        return CriticVerdict(accepted, kind, round(p_match, 6))
+
+    def predict(self, texts: list[str]) -> list[str]:
+        """The label each text gets: ``match`` when accepted, else the suspected kind."""
+        return [verdict_label(v) for v in map(self.decide, self.probabilities(texts))]
+
+    def judge(self, description: str, problem_text: str) -> CriticVerdict:
+        return self.decide(self.probabilities([critic_input(description, problem_text)])[0])

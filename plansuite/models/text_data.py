@@ -1,0 +1,91 @@
+"""DataModules over an NL→PDDL dataset (:mod:`plansuite.nl2pddl.dataset`).
+
+- :class:`ProblemDataModule`: text pairs for the problem generator, ``prompt`` = the description
+  (:func:`~plansuite.nl2pddl.dataset.generation_prompt`), ``completion`` = the reference problem
+  followed by ``END``; the same encoding, collation and loss masking as the transition generator
+  (:class:`~plansuite.models.data.GeneratorDataModule`, which this extends). Its second validation
+  loader yields indices into ``greedy_records``: validation pairs the module decodes greedily
+  and compares with their reference.
+- :class:`CriticDataModule`: labelled critic examples (reference problems and corruptions) as
+  :func:`~plansuite.nl2pddl.critic.critic_input` texts with class ids of ``CRITIC_LABELS``.
+
+:func:`text_corpus` is what the corpus tokenizer is trained on: the training split only.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import lightning as L
+import torch
+from torch.utils.data import DataLoader
+
+from plansuite.errors import ConfigError
+from plansuite.models.data import GeneratorDataModule, check_fits
+from plansuite.models.tokenizer import encode, pad_ids
+from plansuite.nl2pddl.critic import CRITIC_LABELS
+from plansuite.nl2pddl.dataset import load_critic_examples, load_pairs
+
+
+def text_corpus(data_dir: str | Path, kind: str) -> list[str]:
+    """Training texts of the dataset for a tokenizer: pairs (generator) or critic inputs."""
+    if kind == "critic":
+        return [e.text for e in load_critic_examples(data_dir, "train")]
+    return [text for p in load_pairs(data_dir, "train") for text in (p.prompt, p.completion)]
+
+
+class ProblemDataModule(GeneratorDataModule):
+    def setup(self, stage: str | None = None) -> None:
+        if self.train is not None:
+            return
+        if self.finetune.extra or self.finetune.init_from:
+            raise ConfigError("model.finetune: not supported for the problem generator")
+        train, val = load_pairs(self.data_dir, "train"), load_pairs(self.data_dir, "val")
+        if not train or not val:
+            raise ConfigError(f"{self.data_dir}: the train and val splits need description/problem pairs")
+        self.train = self.encode_pairs([(p.prompt, p.completion) for p in train])
+        self.val = self.encode_pairs([(p.prompt, p.completion) for p in val])
+        check_fits([len(e[0]) for e in self.train + self.val], self.context, str(self.data_dir))
+        self.greedy_records = random.Random(self.seed).sample(val, min(self.greedy_n, len(val)))
+        self.max_completion = max(len(e[1]) - e[1].count(-100) for e in self.train)
+        self.train_counts = {"examples": len(self.train)}
+
+
+class CriticDataModule(L.LightningDataModule):
+    def __init__(self, data_dir: str | Path, tokenizer, context: int, batch_size: int = 32,
+                 num_workers: int = 0):
+        super().__init__()
+        self.data_dir, self.tokenizer, self.context = data_dir, tokenizer, context
+        self.batch_size, self.num_workers = batch_size, num_workers
+        self.train: list | None = None
+
+    def _encode(self, split: str) -> list[tuple[list[int], int]]:
+        examples = load_critic_examples(self.data_dir, split)
+        unknown = {e.label for e in examples} - set(CRITIC_LABELS)
+        if unknown:
+            raise ConfigError(f"{self.data_dir}/critic/{split}.jsonl: unknown label {sorted(unknown)[0]!r}")
+        ids = encode(self.tokenizer, [e.text for e in examples])
+        return [(x, CRITIC_LABELS.index(e.label)) for x, e in zip(ids, examples, strict=True)]
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.train is not None:
+            return
+        self.train, self.val = self._encode("train"), self._encode("val")
+        if not self.train or not self.val:
+            raise ConfigError(f"{self.data_dir}: the train and val splits need critic examples")
+        check_fits([len(e[0]) for e in self.train + self.val], self.context, str(self.data_dir))
+        self.train_counts = {"examples": len(self.train),
+                             **{k: sum(1 for _, y in self.train if y == i) for i, k in enumerate(CRITIC_LABELS)}}
+
+    def train_dataloader(self) -> DataLoader:
+        return DataLoader(self.train, batch_size=self.batch_size, shuffle=True,
+                          collate_fn=self._collate, num_workers=self.num_workers)
+
+    def val_dataloader(self) -> DataLoader:
+        return DataLoader(self.val, batch_size=self.batch_size * 2, collate_fn=self._collate,
+                          num_workers=self.num_workers)
+
+    def _collate(self, examples) -> dict:
+        ids, mask = pad_ids([e[0] for e in examples], self.tokenizer.pad_token_id)  # right padding
+        return {"input_ids": ids, "attention_mask": mask, "labels": torch.tensor([e[1] for e in examples])}

@@ -1,0 +1,258 @@
+"""The learned NL→PDDL parts: corpus tokenizer, text-pair and critic data, ``plansuite-train
+model=problem_generator|critic``, the local backend and the learned critic loaded from their
+exports, ``task=critic`` and the ``backend=`` / ``critic=`` wiring of ``task=repair``.
+
+Models here are trained for a handful of steps: the tests check mechanics, not quality (the
+measured run is experiments/nl2pddl/RESULTS.md; the slow test at the end trains for real)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from plansuite.cli import CONF_DIR
+from plansuite.cli.nl2pddl import run as nl2pddl_run
+from plansuite.cli.train import run as train_run
+from plansuite.domains import builtin_path, load_builtin
+from plansuite.errors import ConfigError
+from plansuite.models.nl2pddl import LearnedCritic, LocalGenerator
+from plansuite.models.text_data import CriticDataModule, ProblemDataModule, text_corpus
+from plansuite.models.text_tokenizer import train_text_tokenizer
+from plansuite.nl2pddl.checks import OperationalChecker
+from plansuite.nl2pddl.critic import CRITIC_LABELS, CriticVerdict
+from plansuite.nl2pddl.dataset import NL2PDDLSpec, build_nl2pddl, load_critic_examples, load_pairs
+from plansuite.nl2pddl.generators import BackendError, Feedback, resample_from
+from plansuite.nl2pddl.repair import repair
+from plansuite.pddl.checks import Diagnostic
+
+TINY = ["model.backbone.n_layer=1", "model.backbone.n_embd=32", "model.backbone.n_head=2",
+        "model.vocab_size=400", "logger=none", "trainer.enable_progress_bar=false"]
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("PLANSUITE_DEBUG", raising=False)  # errors as one line and exit 1
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    out = tmp_path_factory.mktemp("nl") / "data"
+    spec = NL2PDDLSpec(random_problems=30, max_objects=4, abstract_sizes=[3, 4])
+    build_nl2pddl(spec, load_builtin("blocksworld"), builtin_path("blocksworld").read_text(), out,
+                  seed=3, progress=lambda _: None)
+    return out
+
+
+def train(kind: str, data, out, *overrides: str) -> dict:
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose("train", [f"model={kind}", f"data_dir={data}", f"out_dir={out}", *TINY, *overrides])
+    return train_run(cfg)
+
+
+def nl2pddl(*overrides: str) -> dict:
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        return nl2pddl_run(compose("nl2pddl", list(overrides)))
+
+
+@pytest.fixture(scope="module")
+def generator_export(data, tmp_path_factory):
+    out = tmp_path_factory.mktemp("pg")
+    results = train("problem_generator", data, out, "trainer.max_steps=6", "model.val_greedy=2",
+                    "model.max_new_tokens=48")
+    return out / "export", results
+
+
+@pytest.fixture(scope="module")
+def critic_export(data, tmp_path_factory):
+    out = tmp_path_factory.mktemp("critic")
+    results = train("critic", data, out, "trainer.max_steps=6", "model.batch_size=16")
+    return out / "export", results
+
+
+# ---- data and tokenizer -----------------------------------------------------------------------
+def test_corpus_tokenizer_round_trips_dataset_text_compactly(data):
+    pairs = load_pairs(data, "test")
+    tok = train_text_tokenizer(text_corpus(data, "problem_generator"), vocab_size=400)
+    for p in pairs[:10]:
+        ids = tok(p.prompt + p.completion, add_special_tokens=False)["input_ids"]
+        assert tok.decode(ids) == p.prompt + p.completion  # held-out text: exact
+        assert len(ids) < len(p.prompt + p.completion) / 3  # whitespace-led chunks, not bytes
+    with pytest.raises(ConfigError, match="vocab_size"):
+        train_text_tokenizer(["x"], vocab_size=100)
+
+
+def test_problem_datamodule_masks_the_description_and_ends_with_eos(data):
+    tok = train_text_tokenizer(text_corpus(data, "problem_generator"), vocab_size=400)
+    dm = ProblemDataModule(data, tok, 512, batch_size=4, greedy_n=3, seed=1)
+    dm.setup()
+    pairs = load_pairs(data, "train")
+    assert len(dm.train) == len(pairs) and len(dm.greedy_records) == 3
+    ids, labels = dm.train[0]
+    prompt = tok(pairs[0].prompt, add_special_tokens=False)["input_ids"]
+    assert ids[:len(prompt)] == prompt and labels[:len(prompt)] == [-100] * len(prompt)
+    assert ids[-1] == tok.eos_token_id and tok.decode(labels[len(prompt):-1]) == pairs[0].completion
+    batch = next(iter(dm.train_dataloader()))
+    assert batch["input_ids"].shape == batch["labels"].shape
+    assert len(dm.val_dataloader()) == 2  # loss, then the greedy-decoded pairs
+    with pytest.raises(ConfigError, match="longer than the model's context"):
+        small = ProblemDataModule(data, tok, 16)
+        small.setup()
+
+
+def test_critic_datamodule_labels_every_kind(data):
+    tok = train_text_tokenizer(text_corpus(data, "critic"), vocab_size=400)
+    dm = CriticDataModule(data, tok, 512, batch_size=8)
+    dm.setup()
+    examples = load_critic_examples(data, "train")
+    assert dm.train_counts["examples"] == len(examples)
+    assert all(dm.train_counts[k] == sum(e.label == k for e in examples) > 0 for k in CRITIC_LABELS)
+    batch = next(iter(dm.val_dataloader()))
+    assert set(batch["labels"].tolist()) <= set(range(len(CRITIC_LABELS)))
+    assert batch["attention_mask"][:, 0].all()  # right padding: the head reads the last real token
+
+
+# ---- training and exports ---------------------------------------------------------------------
+def test_problem_generator_trains_and_exports(generator_export):
+    export, results = generator_export
+    meta = json.loads((export / "plansuite.json").read_text())
+    assert results["kind"] == "problem_generator" and results["global_step"] == 6
+    assert meta["kind"] == "problem_generator" and meta["max_new_tokens"] > 0
+    assert {"val/loss", "val/parse", "val/structural", "val/semantic"} <= set(results["metrics"])
+    assert (export / "tokenizer.json").is_file() and (export / "domain.pddl").is_file()
+
+
+def test_local_backend_generates_and_resamples_only_the_flagged_section(generator_export, data):
+    export, _ = generator_export
+    gen = LocalGenerator(export, seed=0, samples=2)
+    domain_text = builtin_path("blocksworld").read_text()
+    pair = load_pairs(data, "test")[0]
+    first = gen.generate(pair.description, domain_text, None)
+    assert isinstance(first, str) and first == gen.generate(pair.description, domain_text, None)  # greedy
+    previous = pair.problem  # a full problem: a critic-goal rejection keeps all but the goal
+    feedback = Feedback(previous, (Diagnostic("critic-goal", "c", "(:goal ...)", "wrong goal"),), "fix")
+    retry = gen.generate(pair.description, domain_text, feedback)
+    keep = previous[:resample_from(previous, feedback.diagnostics)]
+    assert "(:init" in keep and "(:goal" not in keep
+    assert retry.startswith(keep) and retry.split() != previous.split()
+    assert retry == gen.generate(pair.description, domain_text, feedback)  # seeded by the previous text
+    with pytest.raises(BackendError, match="trained on domain 'blocksworld-4ops'"):
+        gen.generate(pair.description, builtin_path("gripper").read_text(), None)
+
+
+def test_local_backend_that_cannot_change_its_answer_ends_the_loop_unchanged(generator_export, data):
+    gen = LocalGenerator(generator_export[0])
+    bad = "(define (problem p) (:domain blocksworld-4ops) (:objects a) (:init (clear zz)) (:goal (and)))"
+    # a model that always continues the kept prefix (here: up to (:init) into the same problem
+    gen._complete = lambda prompt, n, temperature, seed: [bad[len(prompt.split("PROBLEM:\n", 1)[1]):]] * n
+    result = repair(load_pairs(data, "test")[0].description, gen,
+                    OperationalChecker(builtin_path("blocksworld")), max_attempts=4)
+    assert [a.text for a in result.attempts] == [bad, bad] and result.stop == "unchanged"
+
+
+def test_critic_trains_and_judges_with_a_kind(critic_export, data):
+    export, results = critic_export
+    assert results["kind"] == "critic" and "val/accuracy" in results["metrics"]
+    meta = json.loads((export / "plansuite.json").read_text())
+    assert meta["labels"] == list(CRITIC_LABELS)
+    critic = LearnedCritic(export)
+    example = load_critic_examples(data, "test")[0]
+    verdict = critic.judge(example.description, example.problem)
+    assert isinstance(verdict, CriticVerdict) and 0.0 <= verdict.score <= 1.0
+    assert verdict.accepted == (verdict.kind is None) and verdict.kind in (None, *CRITIC_LABELS[1:])
+    strict = LearnedCritic(export, threshold=1.0)  # nothing is that sure: every problem rejected
+    assert not strict.judge(example.description, example.problem).accepted
+    long_problem = example.problem.replace("(:init", "(:init" + " (clear b1)" * 400)
+    assert isinstance(critic.judge(example.description, long_problem), CriticVerdict)  # truncated
+    with pytest.raises(ConfigError, match="export directory not found"):
+        LearnedCritic(export.parent.parent / "missing")
+
+
+def test_critic_can_start_from_the_problem_generator(generator_export, data, tmp_path):
+    results = train("critic", data, tmp_path, "model.init=generator", "trainer.max_steps=2",
+                    f"model.generator_dir={generator_export[0]}")
+    assert results["global_step"] == 2
+    assert json.loads((tmp_path / "export" / "plansuite.json").read_text())["init"] == "generator"
+
+
+# ---- the CLI ----------------------------------------------------------------------------------
+def test_task_critic_reports_held_out_accuracy_per_kind(critic_export, data, tmp_path):
+    report = nl2pddl("task=critic", f"data_dir={data}", f"out_dir={tmp_path}", "critic=learned",
+                     f"critic.export={critic_export[0]}")
+    test = load_critic_examples(data, "test")
+    assert report["n"] == len(test) and set(report["per_kind"]) == set(CRITIC_LABELS)
+    assert sum(r["n"] for r in report["per_kind"].values()) == len(test)
+    assert 0.0 <= report["accuracy"] <= report["detection"] <= 1.0  # a named kind implies detection
+    assert json.loads((tmp_path / "critic_eval.json").read_text())["accuracy"] == report["accuracy"]
+    assert "| all |" in (tmp_path / "critic_eval.md").read_text()
+    with pytest.raises(SystemExit):  # no critic configured: one line, exit 1
+        nl2pddl("task=critic", f"data_dir={data}", f"out_dir={tmp_path}")
+
+
+def test_task_repair_with_the_local_backend_and_the_learned_critic(generator_export, critic_export,
+                                                                   data, tmp_path):
+    metrics = nl2pddl("task=repair", f"data_dir={data}", f"out_dir={tmp_path}", "limit=2",
+                      "max_attempts=2", f"backend.export={generator_export[0]}", "critic=learned",
+                      f"critic.export={critic_export[0]}", "planner.time_limit=10")
+    assert metrics["overall"][0]["n"] == 2 and sum(metrics["stops"].values()) == 2
+    rows = [json.loads(line) for line in (tmp_path / "attempts.jsonl").read_text().splitlines()]
+    run_cfg = json.loads((tmp_path / "run.json").read_text())
+    assert run_cfg["backend"]["_target_"].endswith("LocalGenerator")
+    assert run_cfg["critic"]["_target_"].endswith("LearnedCritic")
+    for r in rows:  # the critic ran on everything that parsed
+        assert (r["critic_accepted"] is None) == (not r["parsed"])
+
+
+def test_missing_export_settings_are_one_line(data, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        nl2pddl("task=repair", f"data_dir={data}", f"out_dir={tmp_path}", "limit=1")
+    assert "backend.export: required" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        nl2pddl("task=repair", f"data_dir={data}", f"out_dir={tmp_path}", "limit=1",
+                f"backend.export={tmp_path}/nowhere")
+    assert "export directory not found" in capsys.readouterr().err
+
+
+# ---- end to end from the command line -----------------------------------------------------------
+@pytest.mark.slow
+def test_end_to_end_train_both_models_then_critic_and_repair(tmp_path):
+    """task=data -> plansuite-train problem_generator and critic -> task=critic -> task=repair
+    with the local backend and the learned critic, as subprocesses (the documented commands)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "WANDB_MODE": "offline", "HF_HUB_OFFLINE": "1", "PLANSUITE_DEBUG": ""}
+
+    def cli(module: str, *args: str) -> subprocess.CompletedProcess:
+        proc = subprocess.run([sys.executable, "-m", f"plansuite.cli.{module}", *args], env=env,
+                              capture_output=True, text=True, timeout=1800)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return proc
+
+    data, pg, critic = tmp_path / "data", tmp_path / "pg", tmp_path / "critic"
+    cli("nl2pddl", "task=data", f"out_dir={data}", "dataset.random_problems=120",
+        "dataset.max_objects=4", "dataset.abstract_sizes=[3,4]")
+    cli("train", "model=problem_generator", f"data_dir={data}", f"out_dir={pg}", "logger=none",
+        "model.epochs=15", "model.val_greedy=8")
+    cli("train", "model=critic", f"data_dir={data}", f"out_dir={critic}", "logger=none", "model.epochs=2")
+    pg_metrics = json.loads((pg / "results.json").read_text())["metrics"]
+    assert pg_metrics["val/parse"] >= 0.5  # it has learned to write PDDL problems
+
+    cli("nl2pddl", "task=critic", f"data_dir={data}", f"out_dir={tmp_path / 'ce'}", "critic=learned",
+        f"critic.export={critic / 'export'}")
+    report = json.loads((tmp_path / "ce" / "critic_eval.json").read_text())
+    assert set(report["per_kind"]) == set(CRITIC_LABELS) and report["n"] > 0
+
+    run = tmp_path / "run"
+    proc = cli("nl2pddl", "task=repair", f"data_dir={data}", f"out_dir={run}", "limit=8",
+               "max_attempts=3", f"backend.export={pg / 'export'}", "critic=learned",
+               f"critic.export={critic / 'export'}")
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert sum(metrics["stops"].values()) == 8 and set(metrics["stops"]) <= {
+        "success", "unchanged", "no-feedback", "max-attempts"}
+    first = metrics["overall"][0]
+    assert first["parsed"] > 0 and first["critic_accepted"] is not None
+    assert "op. success but wrong" in proc.stdout
