@@ -214,7 +214,7 @@ def _start(stage: Stage, root: Path, state: str, env: dict[str, str], prefix: bo
 
 def _relay(stream, prefix: str) -> None:
     for line in stream:
-        print(prefix + line, end="", flush=True)
+        print(line if line.startswith(prefix) else prefix + line, end="", flush=True)
 
 
 @friendly_errors
