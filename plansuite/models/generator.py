@@ -28,7 +28,9 @@ class GeneratorModule(L.LightningModule):
         self.save_hyperparameters({"config": config or {}})  # checkpoints carry their config
         self.tasks = TaskCache(domain)
         self.val_loss = MeanMetric()
-        self.val_parseable, self.val_valid, self.val_exact = MeanMetric(), MeanMetric(), MeanMetric()
+        # rates over the greedily decoded val subset, logged as val/<name> (subclasses replace it)
+        self.val_greedy = torch.nn.ModuleDict(
+            {name: MeanMetric() for name in ("parseable", "action_valid", "next_state_exact")})
 
     def forward(self, input_ids, attention_mask, labels=None):
         return self.model(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
@@ -46,20 +48,19 @@ class GeneratorModule(L.LightningModule):
         records = [self.trainer.datamodule.greedy_records[i] for i in batch.tolist()]
         policy = GeneratorPolicy(self.model, self.tokenizer, self.max_new_tokens)
         texts = [g.text for g in policy.generate([r.prompt for r in records], temperature=0)]
+        rates = self.val_greedy
         for judged in judge_texts(self.tasks, records, texts):
-            self.val_parseable.update(float(judged.verdict is not StepVerdict.UNPARSEABLE))
-            self.val_valid.update(float(judged.verdict in (StepVerdict.OK, StepVerdict.BAD_NEXT_STATE)))
-            self.val_exact.update(float(judged.verdict is StepVerdict.OK))
+            rates["parseable"].update(float(judged.verdict is not StepVerdict.UNPARSEABLE))
+            rates["action_valid"].update(float(judged.verdict in (StepVerdict.OK, StepVerdict.BAD_NEXT_STATE)))
+            rates["next_state_exact"].update(float(judged.verdict is StepVerdict.OK))
 
     def on_validation_epoch_end(self) -> None:
         loss = self.val_loss.compute()
         metrics = {"val/loss": loss, "val/perplexity": torch.exp(loss.clamp(max=50))}
-        if self.val_valid.update_count:
-            metrics.update({"val/parseable": self.val_parseable.compute(),
-                            "val/action_valid": self.val_valid.compute(),
-                            "val/next_state_exact": self.val_exact.compute()})
+        if any(m.update_count for m in self.val_greedy.values()):  # updated together
+            metrics.update({f"val/{name}": m.compute() for name, m in self.val_greedy.items()})
         self.log_dict(metrics, prog_bar=True, sync_dist=True)
-        for m in (self.val_loss, self.val_parseable, self.val_valid, self.val_exact):
+        for m in (self.val_loss, *self.val_greedy.values()):
             m.reset()
 
     def configure_optimizers(self):

@@ -25,7 +25,7 @@ VAL_FLAGS = ("parse", "structural", "semantic")
 class ProblemGeneratorModule(GeneratorModule):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.val_rates = torch.nn.ModuleDict({flag: MeanMetric() for flag in VAL_FLAGS})
+        self.val_greedy = torch.nn.ModuleDict({flag: MeanMetric() for flag in VAL_FLAGS})
 
     def validation_step(self, batch, batch_idx: int, dataloader_idx: int = 0) -> None:
         if dataloader_idx == 0:
@@ -37,13 +37,5 @@ class ProblemGeneratorModule(GeneratorModule):
             reference = parse_problem(pair.problem, self.domain, source=pair.id)
             result = compare(reference, extract_problem(text), self.domain, f"{pair.id} (generated)")
             for flag in VAL_FLAGS:
-                self.val_rates[flag].update(float(getattr(result, flag) is True))
+                self.val_greedy[flag].update(float(getattr(result, flag) is True))
 
-    def on_validation_epoch_end(self) -> None:
-        loss = self.val_loss.compute()
-        metrics = {"val/loss": loss, "val/perplexity": loss.clamp(max=50).exp()}
-        if self.val_rates["parse"].update_count:
-            metrics.update({f"val/{flag}": m.compute() for flag, m in self.val_rates.items()})
-        self.log_dict(metrics, prog_bar=True, sync_dist=True)
-        for m in (self.val_loss, *self.val_rates.values()):
-            m.reset()
