@@ -221,18 +221,24 @@ class VerifierScorer:
             return format_verifier_input(state, action, next_state)
         return format_verifier_input(state, action)
 
-    @torch.inference_mode()
     def score(self, texts: list[str]) -> list[float]:
-        out: list[float] = []
-        pad = self.tokenizer.pad_token_id
-        for start in range(0, len(texts), self.batch_size):
-            ids = encode(self.tokenizer, texts[start:start + self.batch_size])
-            longest = max(len(x) for x in ids)
-            if longest > self.context:
-                raise ConfigError(f"verifier: an input of {longest} tokens does not fit the "
-                                  f"model's context of {self.context}")
-            batch, mask = pad_ids(ids, pad)  # right padding: the head reads the last real token
-            logits = self.model(input_ids=batch.to(self.model.device),
-                                attention_mask=mask.to(self.model.device)).logits
-            out.extend(torch.softmax(logits.float(), -1)[:, 1].tolist())
-        return out
+        ids = encode(self.tokenizer, texts)
+        longest = max((len(x) for x in ids), default=0)
+        if longest > self.context:
+            raise ConfigError(f"verifier: an input of {longest} tokens does not fit the "
+                              f"model's context of {self.context}")
+        return [p[1] for p in class_probabilities(self.model, self.tokenizer.pad_token_id, ids,
+                                                  self.batch_size)]
+
+
+@torch.inference_mode()
+def class_probabilities(model: PreTrainedModel, pad_id: int, ids: list[list[int]],
+                        batch_size: int) -> list[list[float]]:
+    """A sequence classifier's label probabilities for token-id lists, in right-padded batches
+    (the head reads the last real token)."""
+    out: list[list[float]] = []
+    for start in range(0, len(ids), batch_size):
+        batch, mask = pad_ids(ids[start:start + batch_size], pad_id)
+        logits = model(input_ids=batch.to(model.device), attention_mask=mask.to(model.device)).logits
+        out.extend(torch.softmax(logits.float(), -1).tolist())
+    return out

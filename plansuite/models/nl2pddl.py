@@ -27,12 +27,10 @@ import re
 import zlib
 from pathlib import Path
 
-import torch
-
 from plansuite.errors import ConfigError
 from plansuite.models.export import load_export
-from plansuite.models.inference import GeneratorPolicy
-from plansuite.models.tokenizer import encode, pad_ids
+from plansuite.models.inference import GeneratorPolicy, class_probabilities
+from plansuite.models.tokenizer import encode
 from plansuite.nl2pddl.critic import CRITIC_LABELS, CriticVerdict, critic_input, verdict_label
 from plansuite.nl2pddl.dataset import generation_prompt
 from plansuite.nl2pddl.generators import BackendError, Feedback, extract_problem, resample_from
@@ -109,17 +107,10 @@ class LearnedCritic:
         self.threshold, self.batch_size = threshold, batch_size
         self.context = self.model.config.n_positions
 
-    @torch.inference_mode()
     def probabilities(self, texts: list[str]) -> list[list[float]]:
         """P(label) for each critic input text; over-long inputs keep their first tokens."""
-        out: list[list[float]] = []
-        for start in range(0, len(texts), self.batch_size):
-            ids = [x[:self.context] for x in encode(self.tokenizer, texts[start:start + self.batch_size])]
-            batch, mask = pad_ids(ids, self.tokenizer.pad_token_id)  # right padding
-            logits = self.model(input_ids=batch.to(self.model.device),
-                                attention_mask=mask.to(self.model.device)).logits
-            out.extend(torch.softmax(logits.float(), -1).tolist())
-        return out
+        ids = [x[:self.context] for x in encode(self.tokenizer, texts)]
+        return class_probabilities(self.model, self.tokenizer.pad_token_id, ids, self.batch_size)
 
     def decide(self, probs: list[float]) -> CriticVerdict:
         """The verdict for one row of :meth:`probabilities`."""
