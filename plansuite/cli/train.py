@@ -35,7 +35,8 @@ from omegaconf import DictConfig, OmegaConf
 from plansuite.cli import CONF_DIR, friendly_errors
 from plansuite.errors import ConfigError, PlansuiteError
 
-KINDS = ("generator", "verifier", "problem_generator", "critic")  # the last two: NL→PDDL
+NL2PDDL_KINDS = ("problem_generator", "critic")  # built by plansuite/cli/train_nl2pddl.py
+KINDS = ("generator", "verifier", *NL2PDDL_KINDS)
 INITS = ("base", "generator")
 
 
@@ -168,7 +169,7 @@ def build(cfg: DictConfig, domain, data_dir: Path, out_dir: Path, resolved: dict
     optim = OptimConfig(**OmegaConf.to_container(m.optim, resolve=True))
     if m.kind not in KINDS:
         raise ConfigError(f"model.kind '{m.kind}': unknown (choose from {', '.join(KINDS)})")
-    if m.kind in ("problem_generator", "critic"):
+    if m.kind in NL2PDDL_KINDS:
         from plansuite.cli.train_nl2pddl import build_nl2pddl
 
         return build_nl2pddl(cfg, domain, data_dir, resolved)

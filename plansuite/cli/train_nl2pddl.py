@@ -17,8 +17,6 @@ from plansuite.cli.train import INITS, make_model, make_tokenizer
 from plansuite.errors import ConfigError
 from plansuite.pddl.model import Domain
 
-KINDS = ("problem_generator", "critic")
-
 
 def text_tokenizer(backbone, vocab_size: int, data_dir: Path, kind: str, domain: Domain):
     from plansuite.models.text_data import text_corpus
