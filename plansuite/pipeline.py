@@ -130,8 +130,8 @@ def run_pipeline(settings: dict, stages: list[Stage], dry_run: bool = False,
     root = Path(settings["root"])
     jobs = int(settings.get("jobs", 1))
     env = {**os.environ, **{k: str(v) for k, v in settings.get("env", {}).items()}}
-    if jobs > 1 and "OMP_NUM_THREADS" not in env:
-        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // jobs))
+    # beside other stages: the cores split between them, unless the user chose a thread count
+    shared = {"OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // jobs)), **env}
     prints, states, todo = {}, {}, []
     for i, stage in enumerate(stages, 1):
         folder = root / stage.name
@@ -147,12 +147,13 @@ def run_pipeline(settings: dict, stages: list[Stage], dry_run: bool = False,
                   f"{shlex.join(['python', *command(stage, root)[1:]])}", flush=True)
             todo.append(stage)
     if not dry_run and todo:
-        _schedule(todo, root, prints, states, env, jobs)
+        _schedule(todo, root, prints, states, (env, shared), jobs)
     return states
 
 
 def _schedule(todo: list[Stage], root: Path, prints: dict[str, str], states: dict[str, str],
-              env: dict[str, str], jobs: int) -> None:
+              envs: tuple[dict[str, str], dict[str, str]], jobs: int) -> None:
+    """Start stages in file order as their inputs finish; ``envs``: (alone, beside others)."""
     started, running, failed = time.monotonic(), {}, []
     pending = list(todo)
     while pending or running:
@@ -163,10 +164,7 @@ def _schedule(todo: list[Stage], root: Path, prints: dict[str, str], states: dic
                 break  # in file order: a stage that must run alone waits for the others
             pending.remove(stage)
             solo = stage.alone or jobs == 1
-            own_env = env if not solo else {k: v for k, v in env.items() if k != "OMP_NUM_THREADS"}
-            if solo and "OMP_NUM_THREADS" in os.environ:
-                own_env["OMP_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"]  # the user's choice
-            running[stage.name] = (stage, _start(stage, root, states[stage.name], own_env,
+            running[stage.name] = (stage, _start(stage, root, states[stage.name], envs[not solo],
                                                  not solo), time.monotonic())
         if failed and not running:
             break
