@@ -24,7 +24,9 @@ GEN ?= $(DEMO_DIR)/generator/export
 EXP ?= paper_fig2_k
 ARGS ?=
 
-.PHONY: help install test test-slow smoke lint bench data train-generator train-verifier eval sweep report demo reproduce clean
+PAPER_CPU_DIR ?= outputs/paper-cpu
+
+.PHONY: help install test test-slow smoke lint bench data train-generator train-verifier eval sweep report demo paper-cpu reproduce clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
@@ -55,6 +57,10 @@ demo: install ## the CPU quickstart end to end (<= 10 min on 2 cores): data, gen
 
 smoke: install ## the demo pipeline at toy scale (~2 min): checks the wiring
 	$(PY) -m plansuite.pipeline smoke root=$(SMOKE_DIR) seed=$(SEED) $(ARGS)
+
+paper-cpu: install ## the paper's benchmark on this CPU (<= 2 h on 2 cores): paper data, every recipe and planner on its 200 instances
+	@test -n "$(PAPER_TEST)" || echo "warning: ../shared/benchmarks/paper-blocksworld-test not found: evaluating on the dataset's own test split" >&2
+	$(PY) -m plansuite.pipeline paper_cpu root=$(PAPER_CPU_DIR) seed=$(SEED) $(if $(PAPER_TEST),instances=$(abspath $(PAPER_TEST))) $(ARGS)
 
 reproduce: install ## paper scale on a GPU (pretrained gpt2): every table and figure; cached, resumable
 	$(PY) -m plansuite.pipeline reproduce root=$(REPRO_DIR) seed=$(SEED) $(if $(PAPER_TEST),instances=$(abspath $(PAPER_TEST))) $(ARGS)

@@ -8,6 +8,7 @@ from pathlib import Path
 from plansuite.cli import friendly_errors
 from plansuite.report.collect import load_rows
 from plansuite.report.html import write_report
+from plansuite.report.paper import paired_table, paper_table
 from plansuite.report.tables import markdown, table1
 
 
@@ -24,6 +25,10 @@ def run(argv: list[str] | None = None) -> Path:
     headers, body = table1(rows)
     keep = [0, 2, 3, 6, 7, 14]  # run, verifier, k, GRR, BTR, generator calls
     print(markdown([headers[i] for i in keep], [[r[i] for i in keep] for r in body]))
+    for table in (paper_table(rows), paired_table(rows)):
+        if table:
+            print()
+            print(markdown(*table))
     print(f"[report] wrote {page}")
     return page
 

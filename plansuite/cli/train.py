@@ -189,7 +189,9 @@ def build(cfg: DictConfig, domain, data_dir: Path, out_dir: Path, resolved: dict
             model = make_model(backbone, "causal", tokenizer)
         dm = GeneratorDataModule(data_dir, tokenizer, model.config.n_positions, m.batch_size,
                                  m.loss_on, m.val_greedy, num_workers=cfg.num_workers, seed=cfg.seed,
-                                 finetune=finetune)
+                                 finetune=finetune, trajectories=m.get("trajectories", "walk"),
+                                 train_transitions=m.get("train_transitions"),
+                                 augment=m.get("augment", "none"))
         dm.setup()  # data problems surface now, as one line, before any training
         max_new = m.get("max_new_tokens") or base_max_new or 2 * dm.max_completion
         module = GeneratorModule(model, tokenizer, domain, optim, max_new, resolved)
@@ -228,7 +230,10 @@ def set_cpu_threads(trainer_cfg) -> None:
     if trainer_cfg.get("accelerator") == "cpu":
         devices = trainer_cfg.get("devices", 1)
         processes = devices if isinstance(devices, int) and devices > 0 else 1
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // processes))
+        threads = max(1, (os.cpu_count() or 1) // processes)
+        if os.environ.get("OMP_NUM_THREADS", "").isdigit():  # a caller sharing the CPU chose
+            threads = max(1, min(threads, int(os.environ["OMP_NUM_THREADS"])))
+        torch.set_num_threads(threads)
 
 
 def make_trainer(cfg: DictConfig, domain_name: str, dataset: str | None, out_dir: Path):

@@ -32,6 +32,7 @@ written instances are checked once more before the directory is published.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -46,6 +47,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from plansuite.data.shortest import SHORTEST_FILE, ShortestPaths, drop_leaked
 from plansuite.domains import StateSampler
 from plansuite.errors import ConfigError
 from plansuite.pddl.model import Atom, Domain, Problem, atom_text, problem_to_pddl
@@ -66,9 +68,12 @@ class DatasetSpec:
     test_max_walk_len: int = 30
     chunk_size: int = 100  # initial states per work unit (the unit of seeding: results do not
     #                        depend on the number of workers)
+    shortest_paths: bool = False  # also write each walk as a planner's path: data/shortest.py
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.shortest_paths, bool):
+            raise ConfigError(f"dataset.shortest_paths={self.shortest_paths!r}: true or false")
         for name, f in self.__dataclass_fields__.items():
             if f.type not in ("int", int):
                 continue
@@ -88,9 +93,12 @@ def pair_key(state: list[str], goal: list[str]) -> bytes:
 _WORKER: dict = {}
 
 
-def _init_worker(domain: Domain, sampler: StateSampler) -> None:
+def _init_worker(domain: Domain, sampler: StateSampler, shortest_of: str | None = None) -> None:
+    """``shortest_of``: the domain's PDDL text when walks also get their shortest path (the
+    planner is made here, in the worker: pymimir objects do not cross processes)."""
     _WORKER["tasks"] = TaskCache(domain)
     _WORKER["sampler"] = sampler
+    _WORKER["shortest"] = ShortestPaths(domain, shortest_of) if shortest_of else None
 
 
 def _walk_chunk(job: tuple[int, str, int, int, int, int, bool]):
@@ -99,7 +107,8 @@ def _walk_chunk(job: tuple[int, str, int, int, int, int, bool]):
 
     rng = random.Random(f"{seed}/{split}/{chunk}")
     tasks, sampler = _WORKER["tasks"], _WORKER["sampler"]
-    traj_lines, ver_lines, keys = [], [], []
+    traj_lines, ver_lines, short_lines, keys = [], [], [], []
+    shortest: ShortestPaths | None = _WORKER["shortest"]
     stats = Counter()
     for _ in range(n_states):
         objects, init = sampler.sample(rng)
@@ -116,10 +125,15 @@ def _walk_chunk(job: tuple[int, str, int, int, int, int, bool]):
             traj_lines.append(_dumps({"objects": objects, "goal": goal, "states": states,
                                       "actions": [task.actions[a] for a in walk.actions]}))
             ver_lines.append(_verifier_rows(task, walk, rng, stats))
+            if shortest is not None:  # draws nothing from rng: the walks stay the paper's
+                short = shortest.shorten(task, walk, stats)
+                short_lines.append(_dumps({"objects": objects, "goal": goal,
+                                           "states": [task.decode(s) for s in short.states],
+                                           "actions": [task.actions[a] for a in short.actions]}))
             stats["transitions"] += len(walk)
             if want_keys:
                 keys.extend(pair_key(s, goal) for s in states[:-1])
-    return traj_lines, ver_lines, keys, stats
+    return traj_lines, ver_lines, short_lines, keys, stats
 
 
 def _verifier_rows(task: GroundTask, walk, rng: random.Random, stats: Counter) -> list[str]:
@@ -242,7 +256,9 @@ def _build_into(tmp: Path, spec: DatasetSpec, domain: Domain, domain_text: str,
     (tmp / "domain.pddl").write_text(domain_text)
     train_keys: set[bytes] = set()
     ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
-    with ctx.Pool(max(1, workers), initializer=_init_worker, initargs=(domain, sampler)) as pool:
+    shortest_of = domain_text if spec.shortest_paths else None
+    with ctx.Pool(max(1, workers), initializer=_init_worker,
+                  initargs=(domain, sampler, shortest_of)) as pool:
         for split, n_states in (("train", spec.train_states), ("val", spec.val_states)):
             start = time.perf_counter()
             stats = _write_split(pool, tmp / split, split, n_states, spec, seed,
@@ -263,6 +279,12 @@ def _build_into(tmp: Path, spec: DatasetSpec, domain: Domain, domain_text: str,
     remaining = sum(pair_key(*key) in train_keys for split in ("test", "val_instances")
                     for key in _instance_pairs(tmp / split))
     timings["instances"] = round(time.perf_counter() - start, 3)
+    if spec.shortest_paths:
+        instance_keys = {pair_key(*key) for split in ("test", "val_instances")
+                         for key in _instance_pairs(tmp / split)}
+        for split in ("train", "val"):
+            counts[split]["shortest_dropped_for_leakage"] = drop_leaked(
+                tmp / split / SHORTEST_FILE, instance_keys)
     progress(f"[data] test/val instances written; leaked (init, goal) pairs resampled: {leakage}")
     return {
         "schema_version": SCHEMA_VERSION,
@@ -288,11 +310,17 @@ def _write_split(pool, folder: Path, split: str, n_states: int, spec: DatasetSpe
                      keys is not None))
     stats: Counter = Counter()
     traj_id = 0
-    with open(folder / "trajectories.jsonl", "w") as ft, open(folder / "verifier.jsonl", "w") as fv:
-        for done, (trajs, vers, chunk_keys, chunk_stats) in enumerate(pool.imap(_walk_chunk, jobs), 1):
-            for traj, rows in zip(trajs, vers, strict=True):  # JSON objects without their id
+    with contextlib.ExitStack() as files:
+        ft = files.enter_context(open(folder / "trajectories.jsonl", "w"))
+        fv = files.enter_context(open(folder / "verifier.jsonl", "w"))
+        fs = files.enter_context(open(folder / SHORTEST_FILE, "w")) if spec.shortest_paths else None
+        for done, (trajs, vers, shorts, chunk_keys, chunk_stats) in enumerate(
+                pool.imap(_walk_chunk, jobs), 1):
+            for i, (traj, rows) in enumerate(zip(trajs, vers, strict=True)):  # JSON without id
                 ft.write(f'{{"id":{traj_id},{traj[1:]}\n')
                 fv.writelines(f'{{"traj":{traj_id},{r[1:]}\n' for r in rows)
+                if fs is not None:
+                    fs.write(f'{{"id":{traj_id},{shorts[i][1:]}\n')
                 traj_id += 1
             stats.update(chunk_stats)
             if keys is not None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from plansuite.data.builder import iter_jsonl
+from plansuite.data.shortest import SHORTEST_FILE
 from plansuite.errors import ConfigError
 from plansuite.pddl.codec import format_completion, format_prompt
 from plansuite.pddl.model import Domain, Problem
@@ -79,9 +80,22 @@ def transitions_of(traj: dict) -> list[TransitionRecord]:
                              tuple(states[i + 1])) for i, a in enumerate(traj["actions"])]
 
 
-def load_transitions(data_dir: str | Path, split: str, limit: int | None = None) -> list[TransitionRecord]:
+TRAJECTORY_FILES = {"walk": "trajectories.jsonl", "shortest": SHORTEST_FILE}
+
+
+def load_transitions(data_dir: str | Path, split: str, limit: int | None = None,
+                     trajectories: str = "walk") -> list[TransitionRecord]:
+    """The transitions of a split's random walks (``walk``, the paper's), or of the same walks'
+    shortest paths (``shortest``: :mod:`plansuite.data.shortest`)."""
+    if trajectories not in TRAJECTORY_FILES:
+        raise ConfigError(f"trajectories={trajectories!r}: choose from "
+                          f"{', '.join(TRAJECTORY_FILES)}")
+    name = TRAJECTORY_FILES[trajectories]
+    if trajectories == "shortest" and not (Path(data_dir) / split / name).is_file():
+        raise ConfigError(f"{data_dir}: has no {split}/{name}; build the dataset with "
+                          "dataset.shortest_paths=true")
     out: list[TransitionRecord] = []
-    for traj in iter_jsonl(_split_file(data_dir, split, "trajectories.jsonl")):
+    for traj in iter_jsonl(_split_file(data_dir, split, name)):
         out.extend(transitions_of(traj))
         if limit is not None and len(out) >= limit:
             return out[:limit]

@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import TypeVar
 
 import lightning as L
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, Dataset
 
+from plansuite.data.augment import check_augment, name_pool, rename_transition
 from plansuite.data.builder import iter_jsonl
 from plansuite.data.load import (
     VERIFIER_RECIPES,
@@ -160,11 +161,36 @@ class FinetuneConfig:
     examples: int | None = None  # size of the mixed training split (None: every extra one once)
 
 
+class RenamedTransitions(Dataset):
+    """Training transitions, each renamed afresh every time it is drawn (``model.augment=rename``,
+    :mod:`plansuite.data.augment`); the i-th draw of an item is seeded by (seed, item, i)."""
+
+    def __init__(self, records: Sequence[TransitionRecord], pool: dict[str, list[str]],
+                 encode_records, seed: int):
+        self.records, self.pool, self.encode_records, self.seed = records, pool, encode_records, seed
+        self.draws = [0] * len(records)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __getitem__(self, i: int) -> tuple[list[int], list[int]]:
+        rng = random.Random(f"{self.seed}/{i}/{self.draws[i]}")
+        self.draws[i] += 1
+        return self.encode_records([rename_transition(self.records[i], self.pool, rng)])[0]
+
+
 class GeneratorDataModule(L.LightningDataModule):
     def __init__(self, data_dir: str | Path, tokenizer, context: int, batch_size: int = 32,
                  loss_on: str = "completion", greedy_n: int = 128, greedy_batch_size: int = 64,
-                 num_workers: int = 0, seed: int = 0, finetune: FinetuneConfig | None = None):
+                 num_workers: int = 0, seed: int = 0, finetune: FinetuneConfig | None = None,
+                 trajectories: str = "walk", train_transitions: int | None = None,
+                 augment: str = "none"):
         super().__init__()
+        self.augment = check_augment(augment)  # none | rename: plansuite/data/augment.py
+        self.trajectories = trajectories  # walk (the paper's) | shortest: data/shortest.py
+        if train_transitions is not None and train_transitions < 1:
+            raise ConfigError(f"model.train_transitions={train_transitions}: must be >= 1 (or null)")
+        self.train_transitions = train_transitions  # the split's first N (a CPU budget)
         if loss_on not in LOSS_ON:
             raise ConfigError(f"model.loss_on '{loss_on}': unknown (choose from {', '.join(LOSS_ON)})")
         self.data_dir, self.tokenizer, self.context = data_dir, tokenizer, context
@@ -185,8 +211,9 @@ class GeneratorDataModule(L.LightningDataModule):
     def setup(self, stage: str | None = None) -> None:
         if self.train is not None:
             return
-        train = load_transitions(self.data_dir, "train")
-        val = load_transitions(self.data_dir, "val")
+        train = load_transitions(self.data_dir, "train", self.train_transitions,
+                                 trajectories=self.trajectories)
+        val = load_transitions(self.data_dir, "val", trajectories=self.trajectories)
         if not train or not val:
             raise ConfigError(f"{self.data_dir}: the train and val splits need transitions")
         self.train, self.val = self.encode_records(train), self.encode_records(val)
@@ -203,6 +230,13 @@ class GeneratorDataModule(L.LightningDataModule):
         check_fits([len(e[0]) for e in self.train + self.val], self.context, f"{self.data_dir}")
         self.greedy_records = pick_records(val, self.greedy_n, self.seed)
         self.max_completion = max(len(e[1]) - e[1].count(-100) for e in self.train)
+        if self.augment == "rename":
+            if ft.extra:
+                raise ConfigError("model.augment=rename renames the dataset's transitions; it does "
+                                  "not apply to model.finetune.extra (use augment=none)")
+            objects = {name: typ for r in train for name, typ in r.objects.items()}
+            self.train = RenamedTransitions(train, name_pool(objects), self.encode_records,
+                                            self.seed)
 
     def train_dataloader(self) -> DataLoader:
         return DataLoader(self.train, batch_size=self.batch_size, shuffle=True, drop_last=False,

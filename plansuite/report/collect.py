@@ -79,7 +79,8 @@ def _row(label: str, res: dict, run: dict, path: Path, planner: str | None = Non
         calls=dict(res.get("calls", {})),
         feedback=spec.get("feedback"),
         path=str(path.parent),
-        extra={k: res[k] for k in ("plan_quality", "val", "wall_s") if k in res},
+        extra={**{k: res[k] for k in ("plan_quality", "val", "wall_s") if k in res},
+               "instances_dir": str(run.get("instances_dir", ""))},
     )
 
 
