@@ -21,6 +21,7 @@ from plansuite.pddl.parse import load_domain
 from plansuite.planning.adapters import (
     GENERATOR_CHOICES,
     VERIFIER_CHOICES,
+    check_export_domain,
     check_same_tokenizer,
     load_generator,
     load_verifier,
@@ -79,6 +80,8 @@ def run(cfg: DictConfig) -> dict | None:
     device = resolve_device(cfg.device, int(cfg.shard.rank)) if uses_export else "cpu"
     synthetic = OmegaConf.to_container(cfg.synthetic) if gen_name == "synthetic" else None
     check_same_tokenizer(gen_name, ver_name)  # before loading anything heavy
+    check_export_domain("generator", gen_name, domain.name)
+    check_export_domain("verifier", ver_name, domain.name)
     generator = load_generator(gen_name, device, synthetic)
     verifier = load_verifier(ver_name, device)
 
