@@ -40,8 +40,8 @@ def max_bytes() -> int:
 
 
 def _size_problem(size: int) -> str:
-    return (f"{size / 1e6:.1f} MB is over the {max_bytes() / 1e6:.1f} MB limit for a PDDL file "
-            "(set PLANSUITE_MAX_PDDL_BYTES to raise it)")
+    return (f"{size:,} bytes, over the {max_bytes():,}-byte limit for a PDDL file (set "
+            "PLANSUITE_MAX_PDDL_BYTES to raise it)")
 
 
 def read_text(path: str | Path, what: str) -> str:
