@@ -14,7 +14,7 @@ from hydra import compose, initialize_config_dir
 
 from plansuite.cli import CONF_DIR
 from plansuite.data.load import load_instances
-from plansuite.domains import builtin_path, load_builtin
+from plansuite.domains import builtin_path
 from plansuite.errors import ConfigError, PDDLError, PlannerError
 from plansuite.nl2pddl.equivalence import compare, compare_file
 from plansuite.pddl import fast_downward
