@@ -137,3 +137,46 @@ def test_corrupt_exports_name_the_export_and_the_damage(export, tmp_path, name, 
         load_generator(str(broken))
     assert "\n" not in str(info.value)
     assert load_generator(str(export)) is not None
+
+
+# ---- Hydra's own failures end in one error line ----------------------------------------------------
+@pytest.mark.parametrize(("argv", "line"), [
+    (["planner=nonexistent"], "planner=nonexistent: unknown option (choose from generator, "
+                              "generator_verifier, posthoc, random_restart, refine_resume, "
+                              "refine_resume_env)"),
+    (["-m", "planner=generator,bogus"], "planner=bogus: unknown option (choose from generator,"),
+    (["planner.kk=3"], "planner.kk: unknown key (known in planner: budget, k, loop,"),
+    (["seed=1", "nonsense=3"], "nonsense: unknown key (known in eval: baselines,"),
+])
+def test_hydra_failures_are_explained_in_one_line(argv, line):
+    from plansuite.cli.hydra_diagnosis import explain
+
+    assert explain("eval", argv).startswith(line)
+
+
+def test_an_out_dir_that_is_a_file_is_explained(tmp_path):
+    from plansuite.cli.hydra_diagnosis import explain
+
+    blocker = tmp_path / "afile"
+    blocker.write_text("")
+    assert explain("eval", [f"out_dir={blocker}"]) == \
+        f"out_dir={blocker}: cannot create the output directory (is a file)"
+    assert explain("eval", [f"out_dir={blocker / 'sub'}"]) == \
+        f"out_dir={blocker / 'sub'}: cannot create the output directory ({blocker} is a file)"
+    assert explain("eval", [f"out_dir={tmp_path / 'fine'}"]) is None
+
+
+def test_the_commands_end_hydra_failures_with_one_error_line(tmp_path):
+    import subprocess
+    import sys
+
+    blocker = tmp_path / "afile"
+    blocker.write_text("")
+    for args, expected in ((["planner=nonexistent"], "error: planner=nonexistent: unknown option"),
+                           ([f"out_dir={blocker}", "generator=random", f"instances={tmp_path}"],
+                            f"error: out_dir={blocker}: cannot create")):
+        run = subprocess.run([sys.executable, "-m", "plansuite.cli.eval", *args], text=True,
+                             capture_output=True, timeout=300)
+        lines = run.stderr.strip().splitlines()
+        assert run.returncode == 1 and lines[-1].startswith(expected), run.stderr[-500:]
+        assert sum(ln.startswith("error:") for ln in lines) == 1 and "Traceback" not in run.stderr

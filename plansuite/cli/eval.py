@@ -12,7 +12,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from plansuite.cli import CONF_DIR, friendly_errors
+from plansuite.cli import CONF_DIR, friendly_errors, hydra_errors
 from plansuite.data.load import load_instances
 from plansuite.domains import domain_file
 from plansuite.errors import ConfigError
@@ -168,6 +168,7 @@ def objective(cfg: DictConfig, results: dict | None) -> float | None:
     return float(results[metric]) if metric and results is not None else None
 
 
+@hydra_errors("eval")
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="eval")
 def main(cfg: DictConfig) -> float | None:
     return objective(cfg, run(cfg))

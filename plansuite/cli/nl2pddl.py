@@ -17,7 +17,7 @@ from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from plansuite.cli import CONF_DIR, friendly_errors
+from plansuite.cli import CONF_DIR, friendly_errors, hydra_errors
 from plansuite.data.load import check_limit
 from plansuite.domains import builtin_path, load_builtin
 from plansuite.errors import ConfigError, PlansuiteError
@@ -135,6 +135,7 @@ def run(cfg: DictConfig) -> dict:
     return {"data": _data, "repair": _repair, "score": _score, "critic": _critic}[cfg.task](cfg)
 
 
+@hydra_errors("nl2pddl")
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="nl2pddl")
 def main(cfg: DictConfig) -> None:
     run(cfg)

@@ -14,7 +14,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from plansuite.cli import CONF_DIR, friendly_errors
+from plansuite.cli import CONF_DIR, friendly_errors, hydra_errors
 from plansuite.cli.eval import check_folder_domain
 from plansuite.data.load import load_instances, load_manifest
 from plansuite.errors import ConfigError
@@ -82,6 +82,7 @@ def run(cfg: DictConfig) -> list[dict]:
     return rounds
 
 
+@hydra_errors("skills")
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="skills")
 def main(cfg: DictConfig) -> None:
     run(cfg)

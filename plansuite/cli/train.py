@@ -32,7 +32,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from plansuite.cli import CONF_DIR, friendly_errors
+from plansuite.cli import CONF_DIR, friendly_errors, hydra_errors
 from plansuite.errors import ConfigError, PlansuiteError
 
 NL2PDDL_KINDS = ("problem_generator", "critic")  # built by plansuite/cli/train_nl2pddl.py
@@ -317,6 +317,7 @@ def run(cfg: DictConfig) -> dict:
     return results
 
 
+@hydra_errors("train")
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="train")
 def main(cfg: DictConfig) -> None:
     run(cfg)
