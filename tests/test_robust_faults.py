@@ -180,3 +180,28 @@ def test_the_commands_end_hydra_failures_with_one_error_line(tmp_path):
         lines = run.stderr.strip().splitlines()
         assert run.returncode == 1 and lines[-1].startswith(expected), run.stderr[-500:]
         assert sum(ln.startswith("error:") for ln in lines) == 1 and "Traceback" not in run.stderr
+
+
+def test_training_without_a_data_dir_is_one_line(capsys):
+    pytest.importorskip("lightning")
+    from hydra import compose, initialize_config_dir
+
+    from plansuite.cli import CONF_DIR
+    from plansuite.cli.train import run
+
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose(config_name="train", overrides=["logger=none"])
+    with pytest.raises(SystemExit) as info:
+        run(cfg)
+    assert info.value.code == 1
+    assert capsys.readouterr().err == "error: data_dir: required (a dataset directory from plansuite-data)\n"
+
+
+@pytest.mark.parametrize("device", ["gpu", "cuda:x", "tpu"])
+def test_an_unknown_device_lists_the_choices(device):
+    from plansuite.planning.adapters import resolve_device
+
+    with pytest.raises(ConfigError, match=rf"device={device}: unknown device \(choose from cpu, "
+                                          r"cuda, cuda:N, mps, auto\)"):
+        resolve_device(device)
+    assert resolve_device("cpu") == "cpu" and resolve_device("cuda:1") == "cuda:1"

@@ -272,7 +272,7 @@ def run(cfg: DictConfig) -> dict:
     from plansuite.pddl.parse import load_domain
 
     logging.getLogger("lightning.pytorch").propagate = False  # printed once, not twice via hydra
-    if cfg.data_dir in (None, "???"):
+    if OmegaConf.is_missing(cfg, "data_dir") or cfg.data_dir is None:  # reading ??? raises
         raise ConfigError("data_dir: required (a dataset directory from plansuite-data)")
     data_dir, out_dir = Path(cfg.data_dir), Path(cfg.out_dir)
     manifest = load_manifest(data_dir)

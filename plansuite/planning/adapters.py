@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -164,7 +165,15 @@ def check_export_domain(role: str, spec: str, domain_name: str) -> None:
 
 
 def resolve_device(device: str, rank: int = 0) -> str:
-    """``auto``: ``cuda:<rank mod #GPUs>`` when CUDA is available, else ``cpu``."""
+    """``auto``: ``cuda:<rank mod #GPUs>`` when CUDA is available, else ``cpu``.
+
+    Anything but cpu, cuda, cuda:N, mps and auto is one line listing those (torch's own message
+    for ``device=gpu`` is long and was cut off mid-sentence).
+    """
+    device = str(device)
+    if not re.fullmatch(r"cpu|auto|mps|cuda(:\d+)?", device):
+        raise ConfigError(f"device={device}: unknown device (choose from cpu, cuda, cuda:N, mps, "
+                          "auto)")
     if device != "auto":
         return device
     import torch
