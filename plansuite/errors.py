@@ -8,13 +8,14 @@ import re
 def clip(text: str, limit: int = 80) -> str:
     """``text`` on one line, each long name cut to 40 characters and the whole to about
     ``limit``: errors echo user input, and a 10 MB token must not become a 10 MB error line.
+    Runs with dots, slashes or colons are cut at those, so paths and class names stay whole.
 
     >>> clip("x" * 500, 60)
     'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...(500 chars)'
     >>> clip("object '" + "y" * 99 + "' is not declared", 200)
     "object 'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy...(99 chars)' is not declared"
     """
-    text = re.sub(r"[^\s'\"()]{41,}", lambda m: f"{m.group()[:40]}...({len(m.group())} chars)",
+    text = re.sub(r"[^\s'\"()./:]{41,}", lambda m: f"{m.group()[:40]}...({len(m.group())} chars)",
                   text.replace("\r", " ").replace("\n", " "))
     return text if len(text) <= limit else f"{text[:limit]}...({len(text)} chars)"
 

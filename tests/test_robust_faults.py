@@ -205,3 +205,22 @@ def test_an_unknown_device_lists_the_choices(device):
                                           r"cuda, cuda:N, mps, auto\)"):
         resolve_device(device)
     assert resolve_device("cpu") == "cpu" and resolve_device("cuda:1") == "cuda:1"
+
+
+def test_a_failed_instantiate_is_one_line_with_key_class_and_cause(capsys):
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    from plansuite.cli import friendly_errors
+
+    @friendly_errors
+    def build():
+        cfg = OmegaConf.create({"trainer": {"_target_": "fractions.Fraction", "numerator": "x1"}})
+        return instantiate(cfg.trainer)
+
+    with pytest.raises(SystemExit) as info:
+        build()
+    assert info.value.code == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: trainer: cannot build fractions.Fraction "
+                                                   "(ValueError: Invalid literal for Fraction"), err
