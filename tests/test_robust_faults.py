@@ -224,3 +224,17 @@ def test_a_failed_instantiate_is_one_line_with_key_class_and_cause(capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: trainer: cannot build fractions.Fraction "
                                                    "(ValueError: Invalid literal for Fraction"), err
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "1"), ("0", "0")])
+def test_the_commands_default_to_an_offline_hub_like_the_makefile(given, expected):
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+    if given is not None:
+        env["HF_HUB_OFFLINE"] = given
+    run = subprocess.run([sys.executable, "-c", "import os, plansuite.cli; "
+                          "print(os.environ['HF_HUB_OFFLINE'])"], env=env, text=True,
+                         capture_output=True, timeout=120)
+    assert run.stdout.strip() == expected, run.stderr

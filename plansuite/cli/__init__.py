@@ -12,6 +12,10 @@ from plansuite.errors import PlansuiteError, clip
 
 CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
 
+# The Makefile's defaults, for the commands run without make: offline, a missing pretrained
+# backbone is one line instead of ~40 lines of hub retries (HF_HUB_OFFLINE=0 downloads).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
 
 _REPORTED: list[BaseException] = []  # errors already shown as one line (hydra_errors adds none)
 
