@@ -230,3 +230,19 @@ def test_cached_verdicts_are_keyed_by_the_planner(fake_planner, tmp_path):
     fake_planner("pathlib.Path('sas_plan').write_text('(pickup b1)\\n(stack b1 b2)\\n; cost = 2\\n')")
     assert OptimalLengths(BW_FILE, cache).get(problem) == 2  # not the other planner's verdict
     assert len(list(cache.glob("*.json"))) == 2
+
+
+def test_the_nl2pddl_checker_fails_loudly_on_a_broken_planner_and_blames_no_goal(fake_planner):
+    from plansuite.nl2pddl.checks import OperationalChecker
+    from plansuite.pddl.fast_downward import PlanResult
+
+    fake_planner("sys.exit(0)")
+    with pytest.raises(PlannerError, match="neither a plan nor a proof"):
+        OperationalChecker(BW_FILE).check(LOWER)  # a correct problem: never "unsolvable"
+    # FD's own report of an error stays a diagnostic, but about the planner, not the goal
+    checker = OperationalChecker(BW_FILE, planner=lambda d, p: PlanResult("error", None, 0.1,
+                                                                          "exit 31: translator"))
+    report = checker.check(LOWER)
+    [d] = report.diagnostics
+    assert report.solvable is None and d.kind == "planner-error" and d.construct == "planner"
+    assert d.line is None
