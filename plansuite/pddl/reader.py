@@ -163,15 +163,15 @@ def prepare_domain(text: str, source: str) -> Prepared:
     text = lower_ascii(text)
     sections = _sections(scan(text, source, "domain"), "domain")
     functions: set[str] = set()
-    seen: dict[tuple[str, str], int] = {}
+    seen: dict[tuple[str, str], int] = {}  # (what, name) -> offset of its declaration
     inserts: list[tuple[int, str]] = []  # (offset, text), applied back to front
 
     def once(what: str, name: str, offset: int) -> None:
-        line = line_of(text, offset)
         if (what, name) in seen:  # first in file order: the same error whatever the hash seed
-            raise PDDLError(f"{source}:{line}", f"{what} {name}",
-                            f"declared twice (first at line {seen[what, name]})", kind="duplicate")
-        seen[what, name] = line
+            raise PDDLError(f"{source}:{line_of(text, offset)}", f"{what} {name}",
+                            f"declared twice (first at line {line_of(text, seen[what, name])})",
+                            kind="duplicate")
+        seen[what, name] = offset
 
     for section in sections:
         head = section.head()
