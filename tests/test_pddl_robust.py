@@ -164,6 +164,16 @@ def test_non_utf8_generated_file_does_not_parse(blocksworld, tmp_path):
         compare_file(parse_problem(LOWER, blocksworld), tmp_path / "none.pddl", blocksworld)
 
 
+def test_an_oversized_generated_file_does_not_parse(blocksworld, tmp_path, monkeypatch):
+    big = tmp_path / "gen.pddl"
+    big.write_text(LOWER + " " * 3000)
+    monkeypatch.setenv("PLANSUITE_MAX_PDDL_BYTES", "2000")
+    result = compare_file(parse_problem(LOWER, blocksworld), big, blocksworld)
+    assert result.parse is False and "over the 2,000-byte limit" in result.reasons["parse"]
+    monkeypatch.delenv("PLANSUITE_MAX_PDDL_BYTES")
+    assert compare_file(parse_problem(LOWER, blocksworld), big, blocksworld).structural is True
+
+
 @pytest.mark.parametrize("limit", [-5, -195, 0, "abc"])
 def test_a_limit_below_one_is_refused(blocksworld, tmp_path, limit):
     folder = write_toy_instances(tmp_path / "d", n=2, seed=0)
