@@ -4,16 +4,31 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 from pathlib import Path
 
-from plansuite.errors import PlansuiteError
+from plansuite.errors import PlansuiteError, clip
 
 CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
 
+# The Makefile's defaults, for the commands run without make: offline, a missing pretrained
+# backbone is one line instead of ~40 lines of hub retries (HF_HUB_OFFLINE=0 downloads).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+_REPORTED: list[BaseException] = []  # errors already shown as one line (hydra_errors adds none)
+
+
+def _fail(line: str, exc: BaseException):
+    print(f"error: {line}", file=sys.stderr, flush=True)
+    _REPORTED.append(exc)
+    sys.exit(1)
+
 
 def friendly_errors(task):
-    """Show a PlansuiteError as one line on stderr and exit 1, instead of a traceback."""
+    """Show a PlansuiteError (or a failed Hydra ``instantiate``) as one line on stderr and exit 1,
+    instead of a traceback."""
 
     @functools.wraps(task)
     def wrapper(*args, **kwargs):
@@ -22,7 +37,56 @@ def friendly_errors(task):
         except PlansuiteError as exc:
             if os.environ.get("PLANSUITE_DEBUG"):
                 raise
-            print(f"error: {exc}", file=sys.stderr, flush=True)
-            sys.exit(1)
+            _fail(str(exc), exc)
+        except Exception as exc:
+            line = _instantiation_error(exc)
+            if line is None or os.environ.get("PLANSUITE_DEBUG"):
+                raise
+            _fail(line, exc)
 
     return wrapper
+
+
+def _instantiation_error(exc: Exception) -> str | None:
+    """Hydra's ``instantiate`` failing (``trainer=gpu`` without a GPU, a bad ``_target_``
+    argument) as one line: the config key, the class and the cause; None for anything else."""
+    from hydra.errors import InstantiationException
+
+    if not isinstance(exc, InstantiationException):
+        return None
+    text = str(exc)
+    key = re.search(r"full_key: (\S+)", text)
+    target = re.search(r"target '([^']+)'", text)
+    cause = exc.__cause__ or exc.__context__
+    detail = f"{type(cause).__name__}: {cause}" if cause else text.strip().splitlines()[-1]
+    return clip(f"{key.group(1) if key else 'config'}: cannot build "
+                f"{target.group(1) if target else 'an object'} ({detail})", 400)
+
+
+def hydra_errors(config_name: str):
+    """Around a ``@hydra.main`` entry point: when Hydra itself fails (an unknown group option or
+    key, an output directory it cannot create) it prints several lines and exits 1; end them
+    with one ``error:`` line that names the setting and what would be valid."""
+
+    def decorate(main):
+        @functools.wraps(main)
+        def wrapper(*args, **kwargs):
+            from plansuite.cli.hydra_diagnosis import blocked_out_dir, explain
+
+            _REPORTED.clear()  # this call's failures only (tests call several in one process)
+            blocked = blocked_out_dir(config_name, sys.argv[1:])
+            if blocked:
+                print(f"error: {blocked}", file=sys.stderr, flush=True)
+                sys.exit(1)
+            try:
+                return main(*args, **kwargs)
+            except SystemExit as exc:
+                if exc.code not in (0, None) and not _REPORTED:
+                    line = explain(config_name, sys.argv[1:])
+                    if line:
+                        print(f"error: {line}", file=sys.stderr, flush=True)
+                raise
+
+        return wrapper
+
+    return decorate

@@ -6,7 +6,7 @@ import hydra
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from plansuite.cli import CONF_DIR, friendly_errors
+from plansuite.cli import CONF_DIR, friendly_errors, hydra_errors
 from plansuite.data.builder import DatasetSpec, build_dataset
 from plansuite.domains import domain_file
 from plansuite.errors import ConfigError, PlansuiteError
@@ -63,6 +63,7 @@ def _sampler(sampler_cfg: DictConfig, domain):
         raise ConfigError(f"domain.states ({target}): {detail}") from exc
 
 
+@hydra_errors("data")
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="data")
 def main(cfg: DictConfig) -> None:
     run(cfg)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from plansuite.cli import friendly_errors
 from plansuite.domains import BUILTIN, load_builtin
-from plansuite.nl2pddl.equivalence import compare
-from plansuite.pddl.parse import load_domain, load_problem, read_text
+from plansuite.nl2pddl.equivalence import compare_file
+from plansuite.pddl.parse import load_domain, load_problem
 
 
 def parser() -> argparse.ArgumentParser:
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> dict:
     domain = load_builtin(args.domain) if args.domain in BUILTIN and not Path(args.domain).is_file() \
         else load_domain(args.domain)
     reference = load_problem(args.reference, domain)
-    result = compare(reference, read_text(args.generated, "problem"), domain, args.generated).as_dict()
+    result = compare_file(reference, args.generated, domain).as_dict()
     print(json.dumps(result, indent=2, sort_keys=True))
     return result
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from plansuite.cli import CONF_DIR, friendly_errors
+from plansuite.cli import CONF_DIR, friendly_errors, hydra_errors
 from plansuite.data.load import load_instances
 from plansuite.domains import domain_file
 from plansuite.errors import ConfigError
@@ -21,6 +21,7 @@ from plansuite.pddl.parse import load_domain
 from plansuite.planning.adapters import (
     GENERATOR_CHOICES,
     VERIFIER_CHOICES,
+    check_export_domain,
     check_same_tokenizer,
     load_generator,
     load_verifier,
@@ -79,6 +80,8 @@ def run(cfg: DictConfig) -> dict | None:
     device = resolve_device(cfg.device, int(cfg.shard.rank)) if uses_export else "cpu"
     synthetic = OmegaConf.to_container(cfg.synthetic) if gen_name == "synthetic" else None
     check_same_tokenizer(gen_name, ver_name)  # before loading anything heavy
+    check_export_domain("generator", gen_name, domain.name)
+    check_export_domain("verifier", ver_name, domain.name)
     generator = load_generator(gen_name, device, synthetic)
     verifier = load_verifier(ver_name, device)
 
@@ -165,6 +168,7 @@ def objective(cfg: DictConfig, results: dict | None) -> float | None:
     return float(results[metric]) if metric and results is not None else None
 
 
+@hydra_errors("eval")
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="eval")
 def main(cfg: DictConfig) -> float | None:
     return objective(cfg, run(cfg))

@@ -17,7 +17,8 @@ from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from plansuite.cli import CONF_DIR, friendly_errors
+from plansuite.cli import CONF_DIR, friendly_errors, hydra_errors
+from plansuite.data.load import check_limit
 from plansuite.domains import builtin_path, load_builtin
 from plansuite.errors import ConfigError, PlansuiteError
 from plansuite.nl2pddl.checks import OperationalChecker
@@ -55,7 +56,7 @@ def _pairs(cfg: DictConfig):
         raise ConfigError("data_dir: required for task=repair/score (build one with task=data)")
     load_nl2pddl_manifest(cfg.data_dir)
     pairs = load_pairs(cfg.data_dir, cfg.split)
-    return pairs[: cfg.limit] if cfg.limit else pairs
+    return pairs[: check_limit(cfg.limit)]
 
 
 def _component(cfg: DictConfig, group: str):
@@ -110,7 +111,7 @@ def _critic(cfg: DictConfig) -> dict:
     if critic is None:
         raise ConfigError("critic: required for task=critic (critic=learned critic.export=DIR)")
     examples = load_critic_examples(cfg.data_dir, cfg.split)
-    examples = examples[: cfg.limit] if cfg.limit else examples
+    examples = examples[: check_limit(cfg.limit)]
     if not examples:
         raise ConfigError(f"{cfg.data_dir}/critic/{cfg.split}.jsonl: no critic examples")
     if hasattr(critic, "predict"):  # batched
@@ -134,6 +135,7 @@ def run(cfg: DictConfig) -> dict:
     return {"data": _data, "repair": _repair, "score": _score, "critic": _critic}[cfg.task](cfg)
 
 
+@hydra_errors("nl2pddl")
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="nl2pddl")
 def main(cfg: DictConfig) -> None:
     run(cfg)

@@ -14,9 +14,9 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from plansuite.cli import CONF_DIR, friendly_errors
+from plansuite.cli import CONF_DIR, friendly_errors, hydra_errors
 from plansuite.cli.eval import check_folder_domain
-from plansuite.data.load import load_instances, load_manifest
+from plansuite.data.load import check_limit, load_instances, load_manifest
 from plansuite.errors import ConfigError
 from plansuite.pddl.parse import load_domain
 from plansuite.planning.adapters import check_same_tokenizer, load_verifier, resolve_device
@@ -56,7 +56,7 @@ def run(cfg: DictConfig) -> list[dict]:
     for folder in (val_dir, test_dir):
         check_folder_domain(folder, domain)
     val_set = load_instances(val_dir, domain)
-    test_set = load_instances(test_dir, domain, cfg.test.limit)
+    test_set = load_instances(test_dir, domain, check_limit(cfg.test.limit, "test.limit"))
 
     if cfg.rollout.instances:
         fixed = check_rollout_folder(Path(str(cfg.rollout.instances)), held_out, domain)
@@ -82,6 +82,7 @@ def run(cfg: DictConfig) -> list[dict]:
     return rounds
 
 
+@hydra_errors("skills")
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="skills")
 def main(cfg: DictConfig) -> None:
     run(cfg)

@@ -32,7 +32,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from plansuite.cli import CONF_DIR, friendly_errors
+from plansuite.cli import CONF_DIR, friendly_errors, hydra_errors
 from plansuite.errors import ConfigError, PlansuiteError
 
 NL2PDDL_KINDS = ("problem_generator", "critic")  # built by plansuite/cli/train_nl2pddl.py
@@ -277,7 +277,7 @@ def run(cfg: DictConfig) -> dict:
     from plansuite.pddl.parse import load_domain
 
     logging.getLogger("lightning.pytorch").propagate = False  # printed once, not twice via hydra
-    if cfg.data_dir in (None, "???"):
+    if OmegaConf.is_missing(cfg, "data_dir") or cfg.data_dir is None:  # reading ??? raises
         raise ConfigError("data_dir: required (a dataset directory from plansuite-data)")
     data_dir, out_dir = Path(cfg.data_dir), Path(cfg.out_dir)
     manifest = load_manifest(data_dir)
@@ -322,6 +322,7 @@ def run(cfg: DictConfig) -> dict:
     return results
 
 
+@hydra_errors("train")
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="train")
 def main(cfg: DictConfig) -> None:
     run(cfg)

@@ -78,7 +78,9 @@ class DatasetSpec:
             if f.type not in ("int", int):
                 continue
             value = getattr(self, name)
-            positive = name in ("walks_per_state", "max_walk_len", "test_max_walk_len", "chunk_size")
+            # no training walk is no dataset (it used to end in a KeyError after writing one)
+            positive = name in ("train_states", "walks_per_state", "max_walk_len",
+                                "test_max_walk_len", "chunk_size")
             if not isinstance(value, int) or isinstance(value, bool) or value < int(positive):
                 raise ConfigError(f"dataset.{name}={value!r}: must be an integer >= {int(positive)}")
 

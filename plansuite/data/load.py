@@ -129,10 +129,19 @@ def load_verifier_examples(data_dir: str | Path, split: str, recipe: str = "rand
     return out
 
 
+def check_limit(limit, key: str = "limit") -> int | None:
+    """``limit`` if it is null or a positive integer; else one ConfigError line (a negative
+    slice would silently drop instances from the end, and 0 would evaluate nothing)."""
+    if limit is None or (isinstance(limit, int) and not isinstance(limit, bool) and limit >= 1):
+        return limit
+    raise ConfigError(f"{key}={limit!r}: must be a positive integer, or null for all")
+
+
 def load_instances(folder: str | Path, domain: Domain, limit: int | None = None) -> list[Instance]:
     """Every ``*.pddl`` problem in ``folder`` (a file named ``domain.pddl`` is skipped)."""
     from plansuite.pddl.parse import load_problem
 
+    check_limit(limit)
     folder = Path(folder)
     if not folder.is_dir():
         raise ConfigError(f"{folder}: instance folder not found")

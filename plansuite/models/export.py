@@ -67,11 +67,27 @@ def read_meta(path: str | Path, kind: str) -> dict:
         meta = json.loads(meta_file.read_text())
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{meta_file}: unreadable ({exc.msg} at line {exc.lineno})") from exc
+    if not isinstance(meta, dict):
+        raise ConfigError(f"{meta_file}: not an export description (a JSON object expected, found "
+                          f"{type(meta).__name__})")
     if meta.get("format") != FORMAT:
         raise ConfigError(f"{meta_file}: export format {meta.get('format')!r}, expected {FORMAT}")
     if meta.get("kind") != kind:
         raise ConfigError(f"{path}: a {meta.get('kind')} export, expected a {kind} export")
     return meta
+
+
+def _check_model_config(path: Path) -> None:
+    """``config.json`` must be a JSON object (transformers fails on anything else with a
+    TypeError about ``**``, or blames the tokenizer)."""
+    config = path / "config.json"
+    try:
+        value = json.loads(config.read_text()) if config.is_file() else {}
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{config}: unreadable model config ({exc.__class__.__name__})") from exc
+    if not isinstance(value, dict):
+        raise ConfigError(f"{config}: not a model config (a JSON object expected, found "
+                          f"{type(value).__name__})")
 
 
 def load_export(path: str | Path, kind: str, device: str = "cpu"):
@@ -80,14 +96,16 @@ def load_export(path: str | Path, kind: str, device: str = "cpu"):
     from plansuite.models.tokenizer import load_pretrained_tokenizer
 
     meta = read_meta(path, kind)
+    _check_model_config(Path(path))
     tokenizer = load_pretrained_tokenizer(path)
     from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
 
     auto = AutoModelForCausalLM if kind in CAUSAL_KINDS else AutoModelForSequenceClassification
     try:
         model = auto.from_pretrained(str(path))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{path}: model weights unreadable ({str(exc).splitlines()[0][:160]})") from exc
+    except Exception as exc:  # torn or foreign weights raise safetensors' and torch's own types
+        detail = (str(exc).strip().splitlines() or [""])[0][:160]
+        raise ConfigError(f"{path}: model weights unreadable ({type(exc).__name__}: {detail})") from exc
     check_vocab(model, tokenizer, path)
     try:
         model = model.to(device)

@@ -121,8 +121,10 @@ class OperationalChecker:
                 message = {"unsolvable": "Fast Downward proved that the goal cannot be reached from "
                                          "the initial state (is :init complete and :goal consistent?)"
                            }.get(kind, result.message)
+                # An error of the planner says nothing about the candidate's goal: blame no section.
+                construct = "planner" if kind == "planner-error" else "(:goal ...)"
                 return (False if kind == "unsolvable" else None), None, None, [
-                    Diagnostic(kind, self.source, "(:goal ...)", message)]
+                    Diagnostic(kind, self.source, construct, message)]
             verdict = self.validator(self.domain_file, problem_file, list(result.plan))
         plan = tuple(result.plan)
         if verdict.valid:

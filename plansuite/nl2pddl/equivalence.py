@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from plansuite.errors import PDDLError
 from plansuite.nl2pddl.graphs import find_mapping, problem_graph
 from plansuite.nl2pddl.worlds import SearchBudgetExceeded, implied_literals, world_for
 from plansuite.pddl.checks import check_problem
 from plansuite.pddl.model import Domain, Problem, atom_text
-from plansuite.pddl.parse import parse_problem
+from plansuite.pddl.parse import parse_problem, read_text
 
 COMMUTATIVE = {"+", "*"}
 
@@ -137,6 +138,9 @@ def _match(ref: Problem, gen: Problem, ref_sections: dict, gen_sections: dict) -
 
 
 def structural(ref: Problem, gen: Problem) -> Verdict:
+    if gen.domain_name != ref.domain_name:  # same facts, but a problem of another domain
+        return Verdict(False, None, f"generated problem is for domain '{gen.domain_name}', the "
+                                    f"reference for '{ref.domain_name}'")
     if _same_under_identity(ref, gen):
         return Verdict(True, {o: o for o in gen.objects})
     mapping = _match(ref, gen, _sections(ref), _sections(gen))
@@ -191,8 +195,23 @@ def compare(reference: Problem, generated_text: str, domain: Domain,
     try:
         gen = parse_problem(generated_text, domain, source=generated_source, check=False)
     except PDDLError as exc:
-        return Comparison(False, False, False if world_for(domain) else None, None,
-                          {"parse": str(exc)})
+        return _unparsed(exc, domain)
     s, m = structural(reference, gen), semantic(reference, gen, domain)
     reasons = {k: v.reason for k, v in (("structural", s), ("semantic", m)) if v.reason}
     return Comparison(True, s.equivalent, m.equivalent, s.mapping or m.mapping, reasons)
+
+
+def compare_file(reference: Problem, generated_file: str | Path, domain: Domain) -> Comparison:
+    """:func:`compare` on a file. A missing or unreadable file is an error; a file whose content
+    cannot be PDDL text (not UTF-8, over the size limit) is a generation that does not parse."""
+    try:
+        text = read_text(generated_file, "problem")
+    except PDDLError as exc:
+        if exc.kind == "io":
+            raise
+        return _unparsed(exc, domain)
+    return compare(reference, text, domain, str(generated_file))
+
+
+def _unparsed(exc: PDDLError, domain: Domain) -> Comparison:
+    return Comparison(False, False, False if world_for(domain) else None, None, {"parse": str(exc)})

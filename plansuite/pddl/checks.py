@@ -19,7 +19,7 @@ class Diagnostic:
     """One located problem: ``kind`` is a stable machine-readable category."""
 
     kind: str  # undeclared-object | undeclared-predicate | undeclared-variable | arity | type |
-    #            undeclared-type | requirement | domain-name | duplicate
+    #            undeclared-type | undeclared-function | requirement | domain-name | duplicate
     source: str
     construct: str
     message: str
@@ -106,10 +106,35 @@ def check_problem(problem: Problem, domain: Domain, text: str | None = None) -> 
         for atom in sorted(atoms):
             out += _check_atom(domain, atom, {}, known, src, f"{part} {atom_text(atom)}",
                                locate(text, atom))
+    out += _check_functions(problem, domain, text)
     if problem.goal_neg and ":negative-preconditions" not in domain.requirements:
         out.append(Diagnostic("requirement", src, "goal",
                               "negative goal without :negative-preconditions"))
     return out
+
+
+_METRIC_OPERATORS = {"+", "-", "*", "/", "total-time"}
+
+
+def _check_functions(problem: Problem, domain: Domain, text: str | None) -> list[Diagnostic]:
+    """Every function given a value in ``:init`` or used by ``:metric`` is declared."""
+    out = []
+    for term in sorted(problem.fluents):
+        name = term.strip("()").split()[0] if term.strip("()") else term
+        if name not in domain.functions:
+            out.append(Diagnostic("undeclared-function", problem.source, f"init (= {term} ...)",
+                                  f"function '{name}' is not declared in the domain's :functions",
+                                  _line_of_term(text, term)))
+    for name in sorted(set(re.findall(r"\(\s*([^\s()]+)", problem.metric or ""))):
+        if name not in domain.functions and name not in _METRIC_OPERATORS:
+            out.append(Diagnostic("undeclared-function", problem.source, f"(:metric {problem.metric})",
+                                  f"function '{name}' is not declared in the domain's :functions"))
+    return out
+
+
+def _line_of_term(text: str | None, term: str) -> int | None:
+    inner = term.strip("()").split()
+    return locate(text, tuple(inner)) if inner else None
 
 
 def _all_declared_types(domain: Domain) -> set[str]:

@@ -2,11 +2,17 @@
 
 FD writes ``output.sas`` and ``sas_plan`` into its working directory, so concurrent calls in one
 directory would overwrite each other's files.
+
+A planner that ends with neither a plan, a proof of unsolvability, a resource limit nor one of
+FD's own input-error codes is broken (a stand-in that exits 0, a crashed driver): that is a
+:class:`~plansuite.errors.PlannerError`, never "no plan", so no verdict is made up or cached.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import importlib.metadata
 import importlib.util
 import os
 import subprocess
@@ -16,10 +22,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from plansuite.errors import PlannerError
+from plansuite.errors import PlannerError, clip
 from plansuite.pddl.plans import parse_plan
 
 ALIASES = {"optimal": "seq-opt-bjolp", "satisficing": "lama-first"}
+# FD's exit codes (driver/returncodes.py): 10/11/13 proofs of unsolvability and 12 an exhausted
+# search; 20-24 out of time or memory; 30-37 FD's own report of an input or critical error.
+UNSOLVABLE_CODES = (10, 11, 12, 13)
+RESOURCE_CODES = (20, 21, 22, 23, 24)
+ERROR_CODES = tuple(range(30, 38))
 
 
 @dataclass(frozen=True)
@@ -50,6 +61,24 @@ def driver() -> Path:
                        "PLANSUITE_FAST_DOWNWARD=/path/to/fast-downward.py)")
 
 
+@functools.cache
+def identity() -> str:
+    """Which planner answers: the driver's path and content digest, the package version and the
+    search binary's size and mtime. Cached verdicts are keyed by it, so a verdict of one planner
+    (a stand-in, an older build) is never reused for another."""
+    path = driver().resolve()
+    try:
+        version = importlib.metadata.version("up-fast-downward")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    parts = [str(path), version, hashlib.sha256(path.read_bytes()).hexdigest()[:16]]
+    search = path.parent / "builds" / "release" / "bin" / "downward"
+    if search.is_file():
+        stat = search.stat()
+        parts.append(f"{stat.st_size}:{stat.st_mtime_ns}")
+    return "|".join(parts)
+
+
 def solve(domain_file: str | Path, problem_file: str | Path, mode: str = "optimal",
           time_limit: float = 60.0) -> PlanResult:
     """Plan with FD: ``mode`` is ``optimal``, ``satisficing`` or any FD alias."""
@@ -70,13 +99,15 @@ def solve(domain_file: str | Path, problem_file: str | Path, mode: str = "optima
         plan_file = Path(tmp) / "sas_plan"
         if plan_file.is_file():
             return PlanResult("solved", parse_plan(plan_file.read_text(), str(plan_file)), seconds)
-    # FD exit codes: 10/11/12 = unsolvable, 22-24 = out of resources, 30+ = input/translator errors
     code = proc.returncode
-    if code in (11, 12):
+    if code in UNSOLVABLE_CODES:
         return PlanResult("unsolvable", None, seconds, "proved unsolvable")
-    if code in (22, 23, 24):
+    if code in RESOURCE_CODES:
         return PlanResult("timeout", None, seconds, "time or memory limit")
     lines = [ln.strip() for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
     errors = [ln for ln in lines if "rror" in ln or "xception" in ln]
-    detail = (errors or lines or ["no output"])[-1]
-    return PlanResult("error", None, seconds, f"exit {code}: {detail}")
+    detail = clip((errors or lines or ["no output"])[-1], 200)
+    if code in ERROR_CODES:
+        return PlanResult("error", None, seconds, f"exit {code}: {detail}")
+    raise PlannerError(f"{problem_file}: Fast Downward ({driver()}) exited {code} with neither a "
+                       f"plan nor a proof of unsolvability: {detail}")

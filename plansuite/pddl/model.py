@@ -65,6 +65,7 @@ class Domain:
     predicates: dict[str, tuple[str, ...]]  # name -> parameter types
     actions: tuple[Schema, ...]
     source: str = "<domain>"
+    functions: frozenset[str] = frozenset()  # names declared in (:functions ...)
 
     def subtypes(self, type_name: str) -> set[str]:
         """``type_name`` and every type below it."""

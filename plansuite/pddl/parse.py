@@ -1,8 +1,10 @@
 """Read PDDL domains and problems with the ``pddl`` package into :mod:`plansuite.pddl.model`.
 
-The parser does the syntax; :mod:`plansuite.pddl.checks` does the semantics it lacks. Anything
-outside STRIPS + typing + constants + negative preconditions + equality is rejected here with one
-line naming the file and the construct, so nothing is ever mis-simulated.
+Every text first passes :mod:`plansuite.pddl.reader` (case folded to lower case once, size and
+nesting bounded, duplicates and ``:derived`` rejected). The parser does the syntax;
+:mod:`plansuite.pddl.checks` does the semantics it lacks. Anything outside STRIPS + typing +
+constants + negative preconditions + equality is rejected here with one line naming the file and
+the construct, so nothing is ever mis-simulated.
 """
 
 from __future__ import annotations
@@ -12,8 +14,11 @@ import re
 import sys
 from pathlib import Path
 
-from plansuite.errors import PDDLError
+from plansuite.errors import PDDLError, clip
 from plansuite.pddl.model import ROOT_TYPE, Atom, Domain, Problem, Schema
+from plansuite.pddl.reader import prepare_domain, prepare_problem, read_text
+
+__all__ = ["load_domain", "load_problem", "parse_domain", "parse_problem", "read_text"]
 
 _IGNORED_REQUIREMENTS = {":action-costs"}  # unit costs: (increase (total-cost) n) is ignored
 
@@ -27,16 +32,6 @@ def _parsers():
     return DomainParser(), ProblemParser()
 
 
-def read_text(path: str | Path, what: str) -> str:
-    path = Path(path)
-    if not path.is_file():
-        raise PDDLError(str(path), what, "file not found", kind="io")
-    try:
-        return path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PDDLError(str(path), what, f"unreadable ({exc.__class__.__name__})", kind="io") from exc
-
-
 def load_domain(path: str | Path, *, check: bool = True) -> Domain:
     """Parse and (by default) semantically check a domain file."""
     return parse_domain(read_text(path, "domain"), source=str(path), check=check)
@@ -48,7 +43,9 @@ def load_problem(path: str | Path, domain: Domain, *, check: bool = True) -> Pro
 
 
 def parse_domain(text: str, source: str = "<domain>", *, check: bool = True) -> Domain:
-    raw = _syntax(lambda: _fresh(_parsers()[0])(_untag_object(text)), source, "domain", text)
+    prepared = prepare_domain(text, source)
+    raw = _syntax(lambda: _fresh(_parsers()[0])(_untag_object(prepared.text)), source, "domain",
+                  prepared.text)
     domain = Domain(
         name=raw.name.lower(),
         requirements=frozenset(str(r) for r in raw.requirements),
@@ -60,6 +57,7 @@ def parse_domain(text: str, source: str = "<domain>", *, check: bool = True) -> 
         },
         actions=tuple(_schema(a, source) for a in sorted(raw.actions, key=lambda a: a.name)),
         source=source,
+        functions=prepared.functions,
     )
     unsupported = domain.requirements - {":strips", ":typing", ":negative-preconditions", ":equality"}
     if unsupported - _IGNORED_REQUIREMENTS:
@@ -74,7 +72,9 @@ def parse_domain(text: str, source: str = "<domain>", *, check: bool = True) -> 
 
 
 def parse_problem(text: str, domain: Domain, source: str = "<problem>", *, check: bool = True) -> Problem:
-    raw = _syntax(lambda: _fresh(_parsers()[1])(_untag_object(text)), source, "problem", text)
+    prepared = prepare_problem(text, source)
+    raw = _syntax(lambda: _fresh(_parsers()[1])(_untag_object(prepared.text)), source, "problem",
+                  prepared.text)
     init, fluents = [], {}
     for fact in raw.init:
         if _kind(fact) == "Predicate":
@@ -169,7 +169,8 @@ def _syntax(parse, source: str, what: str, text: str = ""):
         name = type(exc).__name__
         if name.startswith("Unexpected"):
             token = getattr(exc, "token", None) or getattr(exc, "char", None)
-            message = f"syntax error near {str(token)!r}" if token else "syntax error (unexpected end of input)"
+            message = (f"syntax error near {clip(str(token))!r}" if token
+                       else "syntax error (unexpected end of input)")
         else:
             message = str(exc).strip().splitlines()[0] if str(exc).strip() else name
         kind = "requirement" if "requirement" in f"{name} {message}".lower() else "parse"

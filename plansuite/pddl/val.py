@@ -24,6 +24,11 @@ from plansuite.pddl.plans import format_plan
 _BAD_PLAN = ("Bad operator in plan", "Bad plan description", "Object with unknown type")
 
 
+class ValidatorTimeout(ValidatorError):
+    """VAL ran but did not finish on this plan: a fact about one instance (a huge problem), not a
+    broken validator, so an evaluation records it for that instance and goes on."""
+
+
 @dataclass(frozen=True)
 class ValResult:
     valid: bool
@@ -71,7 +76,9 @@ def validate(domain_file: str | Path, problem_file: str | Path, plan: Sequence[s
                str(Path(problem_file).resolve()), str(plan_file)]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp)
-        except (OSError, subprocess.TimeoutExpired) as exc:
+        except subprocess.TimeoutExpired as exc:
+            raise ValidatorTimeout(f"{problem_file}: VAL timed out after {timeout:g}s") from exc
+        except OSError as exc:
             raise ValidatorError(f"{problem_file}: VAL failed to run ({exc.__class__.__name__}: {exc})") from exc
     out = proc.stdout + proc.stderr
     if proc.returncode == 0 and "Plan valid" in out:

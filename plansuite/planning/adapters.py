@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -146,8 +147,33 @@ def check_same_tokenizer(generator: str | Path, verifier: str | Path) -> None:
                           f"({generator}); use a verifier trained with the generator's tokenizer")
 
 
+def check_export_domain(role: str, spec: str, domain_name: str) -> None:
+    """An export trained on another domain is refused: its actions would be judged against this
+    domain's simulator and every plan read as garbage, with no error. Names are compared in lower
+    case, as the PDDL reader writes them."""
+    meta_file = Path(str(spec)) / "plansuite.json"
+    if not meta_file.is_file():
+        return  # not an export (a choice like ``random``), or one that loading reports
+    try:
+        meta = json.loads(meta_file.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{meta_file}: unreadable ({exc.__class__.__name__})") from exc
+    trained = meta.get("domain") if isinstance(meta, dict) else None
+    if isinstance(trained, str) and trained.lower() != domain_name:
+        raise ConfigError(f"{role}={spec}: trained on domain '{trained}', but the configured domain "
+                          f"is '{domain_name}' (choose domain=... to match, or another export)")
+
+
 def resolve_device(device: str, rank: int = 0) -> str:
-    """``auto``: ``cuda:<rank mod #GPUs>`` when CUDA is available, else ``cpu``."""
+    """``auto``: ``cuda:<rank mod #GPUs>`` when CUDA is available, else ``cpu``.
+
+    Anything but cpu, cuda, cuda:N, mps and auto is one line listing those (torch's own message
+    for ``device=gpu`` is long and was cut off mid-sentence).
+    """
+    device = str(device)
+    if not re.fullmatch(r"cpu|auto|mps|cuda(:\d+)?", device):
+        raise ConfigError(f"device={device}: unknown device (choose from cpu, cuda, cuda:N, mps, "
+                          "auto)")
     if device != "auto":
         return device
     import torch

@@ -34,10 +34,10 @@ from plansuite.errors import ConfigError
 from plansuite.pddl.model import Domain
 from plansuite.pddl.plans import write_plan
 from plansuite.pddl.simulator import GroundTask
-from plansuite.pddl.val import validate, validate_binary
+from plansuite.pddl.val import ValidatorTimeout, validate, validate_binary
 from plansuite.planning.engine import run_batched
 from plansuite.planning.episode import EpisodeResult, InstanceContext
-from plansuite.planning.journal import Journal, write_atomic
+from plansuite.planning.journal import Journal, lock_shard, write_atomic
 from plansuite.planning.loops import PlannerSpec, check_verifier, feedback_source
 from plansuite.planning.metrics import summarize
 from plansuite.planning.optimal import OptimalLengths
@@ -58,6 +58,7 @@ class EvalSettings:
     world: int = 1
     val: bool = True  # re-validate every proposed plan with VAL
     save_traces: bool = False  # keep every generation in instances.jsonl (large)
+    val_timeout_s: float = 60.0  # per plan; a timeout is recorded for that instance only
     progress_every_s: float = 10.0
 
     def __post_init__(self):
@@ -131,6 +132,7 @@ def evaluate(instances: Sequence[Instance], domain: Domain, domain_file: str | P
         validate_binary()  # a missing VAL is an error now, not after hours of planning
     out = Path(out_dir)
     (out / "plans").mkdir(parents=True, exist_ok=True)
+    lock = lock_shard(out, settings.rank)  # before the journal repairs "torn" lines of a live run
     journal = Journal(out, settings.rank)
     journal.check_run({"planner": asdict(spec), "seed": settings.seed, "instances": ids,
                        **(fingerprint or {})})
@@ -161,9 +163,15 @@ def evaluate(instances: Sequence[Instance], domain: Domain, domain_file: str | P
             if unknown:  # VAL rejects unknown operators as bad input; the simulator has judged
                 record["val_message"] = f"not checked by VAL: unknown action {unknown[0]}"
             elif settings.val:
-                verdict = validate(domain_file, inst.path, record["plan"])
-                record["val_valid"] = verdict.valid
-                record["val_message"] = None if verdict.valid else verdict.message
+                try:
+                    verdict = validate(domain_file, inst.path, record["plan"],
+                                       timeout=settings.val_timeout_s)
+                except ValidatorTimeout as exc:  # this instance only: recorded, the run goes on
+                    record["val_message"] = f"not checked by VAL: {exc}"
+                    log(f"[eval] {ctx.id}: {exc}")
+                else:
+                    record["val_valid"] = verdict.valid
+                    record["val_message"] = None if verdict.valid else verdict.message
         journal.append(record)
         progress.update(record)
 
@@ -181,6 +189,7 @@ def evaluate(instances: Sequence[Instance], domain: Domain, domain_file: str | P
                              "engine_s": round(now - engine_start, 3),
                              "wall_s": round(now - session_start, 3),
                              "finished": datetime.now(timezone.utc).isoformat(timespec="seconds")})
+    lock.close()
     return merge(out, ids, spec, config, log)
 
 

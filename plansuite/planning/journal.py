@@ -10,9 +10,13 @@ decide outcomes: resuming into an ``out_dir`` of a different run is refused.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import socket
+import time
 from pathlib import Path
+from typing import IO
 
 from plansuite.errors import ConfigError
 
@@ -21,6 +25,34 @@ def write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     tmp.write_text(text)
     os.replace(tmp, path)
+
+
+def lock_shard(out_dir: str | Path, rank: int = 0) -> IO[str]:
+    """Hold ``<out_dir>/journal/shard-<rank>.lock`` until the returned file is closed.
+
+    A second evaluation of the same shard into the same ``out_dir`` would plan everything again
+    and interleave its journal lines with ours: it is refused, naming the holder. The lock is an
+    ``flock``, which the kernel drops when its process dies, so a killed run never blocks its
+    resume.
+    """
+    folder = Path(out_dir) / "journal"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"shard-{rank}.lock"
+    handle = path.open("a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise ConfigError(f"{out_dir}: another evaluation of shard {rank} is running here "
+                          f"({holder}); wait for it to finish, or choose another out_dir") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()} on {socket.gethostname()} since "
+                 f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+    handle.flush()
+    return handle
 
 
 class Journal:

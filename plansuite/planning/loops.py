@@ -58,6 +58,9 @@ class PlannerSpec:
         if unknown:
             raise ConfigError(f"planner.{unknown[0]}: unknown planner setting "
                               f"(known: {', '.join(sorted(known))})")
+        for f in fields(cls):
+            if f.name in values:
+                _check_type(f.name, str(f.type), values[f.name])
         spec = cls(**values)
         if spec.loop not in LOOPS:
             raise ConfigError(f"planner.loop={spec.loop}: unknown loop (choose from "
@@ -77,6 +80,18 @@ class PlannerSpec:
         if spec.temperature_step < 0:
             raise ConfigError("planner.temperature_step: must be >= 0")
         return spec
+
+
+def _check_type(name: str, annotation: str, value) -> None:
+    """``planner.k=abc`` is one line here, not a TypeError deep in a loop."""
+    if value is None and "None" in annotation:
+        return
+    base = annotation.split("|")[0].strip()
+    numbers = {"int": (int,), "float": (int, float)}.get(base)
+    if numbers and (isinstance(value, bool) or not isinstance(value, numbers)):
+        kind = "an integer" if base == "int" else "a number"
+        raise ConfigError(f"planner.{name}={value!r}: must be {kind}"
+                          + (" (or null)" if "None" in annotation else ""))
 
 
 LoopCoroutine = Generator[Need, list, EpisodeResult]

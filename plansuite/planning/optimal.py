@@ -1,8 +1,10 @@
 """Fast Downward's optimal plan lengths (``seq-opt-bjolp``), cached per instance on disk.
 
-The cache key is the content of the domain and problem files, so renamed or copied instances
-hit the cache and an edited problem never reuses a stale length. Timeouts and errors are not
-cached (a later run with a larger limit may solve the instance).
+The cache key is the planner's identity (:func:`~plansuite.pddl.fast_downward.identity`: driver,
+version, build) and the content of the domain and problem files, so renamed or copied instances
+hit the cache, an edited problem never reuses a stale length and another planner never reuses
+this one's verdicts. Timeouts are not cached (a later run with a larger limit may solve the
+instance); an FD error is a :class:`~plansuite.errors.PlannerError`, never a cached "no length".
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import json
 import os
 from pathlib import Path
 
-from plansuite.pddl.fast_downward import solve
+from plansuite.errors import PlannerError
+from plansuite.pddl.fast_downward import identity, solve
 
 
 class OptimalLengths:
@@ -23,8 +26,8 @@ class OptimalLengths:
         self.cache_dir, self.time_limit, self.mode = Path(cache_dir), time_limit, mode
 
     def _cache_file(self, problem_file: Path) -> Path:
-        key = hashlib.sha256("\x00".join([self.mode, self.domain_text, problem_file.read_text()])
-                             .encode()).hexdigest()[:32]
+        key = hashlib.sha256("\x00".join([identity(), self.mode, self.domain_text,
+                                          problem_file.read_text()]).encode()).hexdigest()[:32]
         return self.cache_dir / f"{key}.json"
 
     def get(self, problem_file: str | Path) -> int | None:
@@ -34,6 +37,8 @@ class OptimalLengths:
         if cached.is_file():
             return json.loads(cached.read_text())["length"]
         result = solve(self.domain_file, problem_file, self.mode, self.time_limit)
+        if result.status == "error":  # FD refused an instance our checks accepted: not its length
+            raise PlannerError(f"{problem_file}: Fast Downward failed ({result.message})")
         length = len(result.plan) if result.plan is not None else None
         if result.status in ("solved", "unsolvable"):
             self.cache_dir.mkdir(parents=True, exist_ok=True)

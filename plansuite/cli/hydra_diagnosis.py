@@ -1,0 +1,136 @@
+"""One ``error:`` line for the failures Hydra reports itself, before any plansuite code runs.
+
+Hydra prints an unknown group option or key in 6-20 lines (search path, "set HYDRA_FULL_ERROR")
+and a run directory it cannot create as a bare exception. :func:`explain` re-reads the command
+line, composes the config again to find the setting at fault, and says it in the suite's form:
+the setting, what is wrong, and what would be valid.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import yaml
+from omegaconf import DictConfig, OmegaConf
+
+from plansuite.cli import CONF_DIR
+from plansuite.errors import clip
+
+
+def _key(override: str) -> str:
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def _first_choice(override: str) -> str:
+    """A sweep ``k=1,8,16`` as its first value: enough to find a bad key or option."""
+    key, value = override.split("=", 1)
+    if "," in value and value[:1] not in "[{'\"":
+        value = value.split(",", 1)[0]
+    return f"{key}={value}"
+
+
+def _compose(config_name: str, overrides: list[str]) -> DictConfig:
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            return compose(config_name=config_name, overrides=overrides, return_hydra_config=True)
+    finally:
+        GlobalHydra.instance().clear()
+
+
+def _messages(exc: BaseException) -> str:
+    seen, parts = set(), []
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        parts.append(str(exc))
+        exc = exc.__cause__ or exc.__context__
+    return "\n".join(parts)
+
+
+def unknown_option(overrides: list[str]) -> str | None:
+    """``planner=nonexistent``: the group's options are the YAML files of its folder."""
+    for override in overrides:
+        group = _key(override)
+        folder = Path(CONF_DIR) / group
+        if group.startswith("hydra") or not folder.is_dir():
+            continue
+        options = sorted(p.stem for p in folder.glob("*.yaml"))
+        value = override.split("=", 1)[1]
+        for choice in value.split(",") if value[:1] not in "[{" else [value]:
+            if choice not in options and choice != "null":
+                return f"{group}={choice}: unknown option (choose from {', '.join(options)})"
+    return None
+
+
+def unknown_key(config_name: str, overrides: list[str], exc: BaseException) -> str | None:
+    """``planner.kk=3``: name the key and the keys its parent does have."""
+    text = _messages(exc)
+    found = re.search(r"full_key: (\S+)", text)
+    if not found or "not in struct" not in text:
+        return None
+    full = found.group(1)
+    parent = full.rpartition(".")[0]
+    try:
+        base = _compose(config_name, [o for o in overrides if _key(o) != full])
+    except Exception:  # another bad override as well: report this one without the list
+        return f"{full}: unknown key (to add a new one, write +{full}=...)"
+    node = OmegaConf.select(base, parent) if parent else base
+    keys = sorted(k for k in node if k != "hydra") if isinstance(node, DictConfig) else []
+    return (f"{full}: unknown key (known in {parent or config_name}: {', '.join(keys)}; "
+            f"to add a new one, write +{full}=...)")
+
+
+def unwritable_run_dir(cfg: DictConfig) -> str | None:
+    """Hydra creates ``hydra.run.dir`` (our ``out_dir``) before the app starts."""
+    try:
+        run_dir = Path(str(OmegaConf.select(cfg, "hydra.run.dir")))
+    except Exception:
+        return None
+    return _blocked(run_dir)
+
+
+def blocked_out_dir(config_name: str, argv: list[str]) -> str | None:
+    """Checked before Hydra starts, for apps whose run directory is ``out_dir``: one Hydra could
+    not create makes it print a traceback (an OSError in its own ``mkdir``), not a message."""
+    primary = yaml.safe_load((Path(CONF_DIR) / f"{config_name}.yaml").read_text()) or {}
+    if ((primary.get("hydra") or {}).get("run") or {}).get("dir") != "${out_dir}":
+        return None  # the app creates out_dir itself (plansuite-data) and says what is wrong
+    if "-m" in argv or "--multirun" in argv:
+        return None  # each job's directory is made by the launcher, under the sweep dir
+    given = [a.split("=", 1)[1] for a in argv if _key(a) == "out_dir" and "=" in a]
+    return _blocked(Path(given[-1])) if given and given[-1] else None
+
+
+def _blocked(run_dir: Path) -> str | None:
+    blocker = next((p for p in (run_dir, *run_dir.parents) if p.exists()), None)
+    if blocker is None:
+        return None
+    if not blocker.is_dir():
+        what = "is a file" if blocker == run_dir else f"{blocker} is a file"
+        return f"out_dir={run_dir}: cannot create the output directory ({what})"
+    if blocker != run_dir and not os.access(blocker, os.W_OK | os.X_OK):
+        return f"out_dir={run_dir}: cannot create the output directory ({blocker} is not writable)"
+    return None
+
+
+def explain(config_name: str, argv: list[str]) -> str | None:
+    """The one line for a failed Hydra start, or None when it is not one of these cases."""
+    given = [a for a in argv if "=" in a and not a.startswith("-")]
+    line = unknown_option(given)  # every value of a sweep
+    if line:
+        return line
+    overrides = [_first_choice(a) for a in given]
+    try:
+        cfg = _compose(config_name, overrides)
+    except Exception as exc:
+        line = unknown_key(config_name, overrides, exc)
+        if line is None:
+            first = next((ln.strip() for ln in _messages(exc).splitlines() if ln.strip()), "")
+            line = clip(first, 300) if first else None
+        return line
+    return unwritable_run_dir(cfg)
