@@ -266,3 +266,15 @@ def test_one_run_gives_grr_at_every_smaller_budget(spec):
     assert 0 < len(full) < len(contexts) or spec.feedback == "environment"
     for budget in (3, 8, 15):
         assert successes(budget) == {i: n for i, n in full.items() if n <= budget}
+
+
+def test_avoid_revisits_refuses_a_step_back_to_a_state_on_the_path_without_scoring_it():
+    script = {(0, 0): PICK_A, (0, 1): PUT_A, (0, 1, 1): STACK_AB}  # PUT_A predicts s0 again
+    spec = replace(REFINE, avoid_revisits=True)
+    result, _ = run_both(spec, script, applicable_only)
+    assert summary(result) == ("success", None, ["goal"], 3, 2,
+                               {"failed_tries": 1, "resets": 0, "revisits": 1})
+    assert [(s.accepted, s.note) for s in result.attempts[0].steps] == [
+        (True, None), (False, "revisit"), (True, None)]
+    plain, _ = run_both(REFINE, script, applicable_only)  # without it the loop is accepted
+    assert [s.accepted for s in plain.attempts[0].steps][:2] == [True, True]

@@ -45,6 +45,7 @@ class PlannerSpec:
     max_failures: int | None = None  # failed tries per instance before giving up (None: no limit)
     temperature_step: float = 0.0  # added to the temperature per failed try at the checkpoint
     temperature_max: float = 2.0  # the retry temperature never exceeds this
+    avoid_revisits: bool = False  # refuse a step predicting a state already on the episode's path
 
     @property
     def call_budget(self) -> int:

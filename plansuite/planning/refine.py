@@ -13,6 +13,7 @@ last accepted step::
             if |plan| = L_max: next episode (max_steps)
             if the budget is spent: stop (budget)
             step ~ G(goal, s) at temperature min(T + tries * temperature_step, temperature_max)
+            if avoid_revisits and the step's next state is s0 or on the plan: refuse it
             if the step decodes and the feedback accepts it:
                 plan <- plan + [step]; s <- its next state; tries <- 0      (a new checkpoint)
             else:
@@ -41,6 +42,15 @@ Counting and seeds
     until the first refusal (common random numbers for paired comparisons). The loop never
     looks at how much budget is left, so a run with budget B makes exactly the first B calls
     of a run with a larger budget (what GRR-at-budget curves rely on, :mod:`.budget`).
+
+Revisits (``planner.avoid_revisits``)
+    A generator imitating good plans still loops where it does not know the way (pick a block
+    up, put it down, pick it up...), and its retries at a checkpoint tend to propose the same
+    loop again. With ``avoid_revisits: true`` a decoded step whose *predicted* next state equals
+    ``s0`` or the next state of an accepted step of the episode is refused before any feedback
+    call (a failed try, ``note: revisit``, ``events["revisits"]``). It compares the generator's
+    own states only -- no simulator -- so it is allowed wherever the verifier is: the classical
+    search rule of never expanding a state twice on one path.
 
 AdaPlanner's ALFWorld code allows ``NUM_TRY = 6`` plans per task and starts the plan again from
 step 1 after ``NUM_TRY_RESET = 3`` tries. With one generator call per step the counterparts are
@@ -127,8 +137,16 @@ def give_up(attempts: list[Attempt], accepted: list[StepRecord], spec: PlannerSp
     return EpisodeResult(attempts, None, None, events=events)
 
 
+def is_revisit(step: StepRecord, init: tuple[str, ...], plan: list[StepRecord]) -> bool:
+    """Does the step predict ``init`` or a state the episode's accepted steps already reached?"""
+    nxt = step.parsed.next_state
+    return nxt == init or any(p.next_state == nxt for p in plan)
+
+
 def new_events(spec: PlannerSpec) -> dict[str, int]:
     events = {"failed_tries": 0, "resets": 0}
+    if spec.avoid_revisits:
+        events["revisits"] = 0
     if spec.feedback == "environment":
         events["in_plan_mismatches"] = 0
     return events
@@ -159,7 +177,10 @@ def refine_resume(ctx: InstanceContext, spec: PlannerSpec) -> LoopCoroutine:
                 step = decode_step(request.key, state, proposal.text, proposal.n_tokens)
                 trace.append(step)
                 accepted = None  # an undecodable try stays None: a failed try, nothing to check
-                if step.parsed and spec.feedback == "environment":
+                if step.parsed and spec.avoid_revisits and is_revisit(step, ctx.init, plan):
+                    step.accepted, step.note = False, "revisit"
+                    events["revisits"] += 1
+                elif step.parsed and spec.feedback == "environment":
                     accepted = environment_feedback(ctx.task, step)
                     events["in_plan_mismatches"] += bool(accepted and accepted.note)
                 elif step.parsed:
@@ -209,7 +230,10 @@ def refine_reference(ctx: InstanceContext, spec: PlannerSpec,
             step = model.generate(state, key, retry_temperature(spec, tries))
             trace.append(step)
             executed = None
-            if step.parsed and spec.feedback == "environment":
+            if step.parsed and spec.avoid_revisits and is_revisit(step, ctx.init, plan):
+                step.accepted, step.note = False, "revisit"
+                events["revisits"] += 1
+            elif step.parsed and spec.feedback == "environment":
                 executed = environment_feedback(ctx.task, step)
                 if executed is not None and executed.note:
                     events["in_plan_mismatches"] += 1
