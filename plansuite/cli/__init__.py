@@ -5,11 +5,9 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from pathlib import Path
 
+from plansuite import CONF_DIR as CONF_DIR  # the configs every app reads
 from plansuite.errors import PlansuiteError
-
-CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
 
 
 def friendly_errors(task):

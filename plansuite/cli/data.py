@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import hydra
-from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from plansuite.cli import CONF_DIR, friendly_errors
 from plansuite.data.builder import DatasetSpec, build_dataset
-from plansuite.domains import domain_file
-from plansuite.errors import ConfigError, PlansuiteError
+from plansuite.domains import domain_file, state_sampler
+from plansuite.errors import ConfigError
 from plansuite.pddl.parse import load_domain, read_text
 
 
@@ -26,7 +25,7 @@ def run(cfg: DictConfig) -> dict:
     domain = load_domain(path)
     if cfg.domain.get("pddl_name") and domain.name != cfg.domain.pddl_name:
         raise ConfigError(f"{path}: domain is '{domain.name}', config expects '{cfg.domain.pddl_name}'")
-    sampler = _sampler(cfg.domain.states, domain)
+    sampler = state_sampler(OmegaConf.to_container(cfg.domain.states, resolve=True), domain)
     fields = set(DatasetSpec.__dataclass_fields__)
     unknown = set(cfg.dataset) - fields
     if unknown:
@@ -43,24 +42,6 @@ def run(cfg: DictConfig) -> dict:
           f"{counts['train']['transitions']} transitions, {counts['test']['instances']} test "
           f"instances in {sum(manifest['timings_s'].values()):.1f}s")
     return manifest
-
-
-def _sampler(sampler_cfg: DictConfig, domain):
-    """Instantiate ``domain.states``; a bad setting is a one-line ConfigError, not a traceback."""
-    target = sampler_cfg.get("_target_", "")
-    try:
-        if target.endswith("FolderStates"):
-            # Hydra would try to turn a Domain keyword into config; pass it to a partial instead.
-            return instantiate(sampler_cfg, _partial_=True)(domain=domain)
-        return instantiate(sampler_cfg)
-    except PlansuiteError:
-        raise
-    except Exception as exc:
-        cause = exc.__cause__ or exc
-        if isinstance(cause, PlansuiteError):
-            raise cause from None
-        detail = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
-        raise ConfigError(f"domain.states ({target}): {detail}") from exc
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="data")

@@ -348,6 +348,15 @@ def _write_instances(folder: Path, split: str, n: int, spec: DatasetSpec, domain
     return leaked
 
 
+def write_instances(folder: Path, split: str, n: int, spec: DatasetSpec, domain: Domain,
+                    sampler: StateSampler, seed: int, exclude: set[bytes]) -> None:
+    """``n`` instances in ``folder``, drawn exactly as the builder draws its test instances but
+    from the random stream ``"<seed>/<split>"``, skipping every (init, goal) pair in ``exclude``
+    (:func:`pair_key`); the folder has a dataset's ``test/`` layout."""
+    _init_worker(domain, sampler)
+    _write_instances(folder, split, n, spec, domain, seed, set(), set(exclude))
+
+
 def _instance_pairs(folder: Path) -> Iterator[tuple[list[str], list[str]]]:
     for row in iter_jsonl(folder / "instances.jsonl"):
         yield row["init"], row["goal"]
@@ -372,4 +381,4 @@ def iter_jsonl(path: str | Path) -> Iterator[dict]:
                 yield json.loads(line)
 
 
-__all__ = ["DatasetSpec", "atom_text", "build_dataset", "iter_jsonl", "pair_key"]
+__all__ = ["DatasetSpec", "atom_text", "build_dataset", "iter_jsonl", "pair_key", "write_instances"]

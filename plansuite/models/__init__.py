@@ -16,5 +16,5 @@ One idea per file, read top to bottom:
   problem pairs, critic examples), ``problem_generator`` and ``critic`` (the LightningModules),
   ``nl2pddl`` (the local backend and the learned critic over their exports).
 
-Training runs through ``plansuite-train`` (:mod:`plansuite.cli.train`, ``conf/train.yaml``).
+Training: :func:`plansuite.training.train` (``plansuite-train``, ``conf/train.yaml``).
 """

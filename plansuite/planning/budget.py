@@ -12,7 +12,7 @@ budget gets a paired interval (:func:`~.metrics.paired_difference`).
 ``python -m plansuite.planning.budget RUN_DIR... [--budgets 10,20,40] [--baseline NAME]``
 prints the table for any set of ``plansuite-eval`` output folders;
 ``conf/experiment/adaplanner_sample_efficiency.yaml`` writes it at the end of its sweep
-(:class:`SampleEfficiencyCallback`).
+(:class:`plansuite.cli.sweep_callbacks.SampleEfficiencyCallback`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
-from hydra.experimental.callback import Callback
 
 from plansuite.errors import ConfigError
 from plansuite.planning.metrics import paired_difference, rate, wilson_interval
@@ -189,24 +187,6 @@ def write_report(runs_root: str | Path, budgets: Sequence[int] | None = None,
     (target / "sample_efficiency.json").write_text(json.dumps(report, indent=2) + "\n")
     (target / "sample_efficiency.md").write_text(format_report(report) + "\n")
     return report
-
-
-class SampleEfficiencyCallback(Callback):
-    """At the end of a ``-m`` sweep, compare the runs under the sweep folder."""
-
-    def __init__(self, budgets: Sequence[int] | None = None, baseline: str | None = None):
-        self.budgets = list(budgets) if budgets else None
-        self.baseline = baseline
-
-    def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
-        root = Path(str(config.hydra.sweep.dir))
-        try:
-            report = write_report(root, self.budgets, self.baseline)
-        except ConfigError as exc:  # e.g. some job failed: the runs are kept, say why
-            print(f"[sample-efficiency] not written: {exc}")
-            return
-        print(format_report(report))
-        print(f"[sample-efficiency] wrote {root / 'sample_efficiency.md'}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

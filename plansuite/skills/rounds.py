@@ -56,7 +56,7 @@ from plansuite.planning.skills import (
     skills_from_records,
     solved_items,
 )
-from plansuite.skills.backend import Backend
+from plansuite.skills.finetune import Finetuner
 
 INITIAL = "initial"
 
@@ -159,21 +159,21 @@ def summary_table(rounds: Sequence[dict]) -> str:
 
 
 class SkillDiscovery:
-    """The rounds of the module docstring over a backend (exports, or test doubles).
+    """The rounds of the module docstring over a finetuner (exports, or test doubles).
 
     ``rollout_instances(round) -> [Instance]`` gives each round's training-distribution
     instances; ``held_out`` are the folders nothing may be learned from.
     """
 
     def __init__(self, out_dir: str | Path, domain: Domain, domain_file: str | Path,
-                 initial: str, backend: Backend, planner: PlannerSpec,
+                 initial: str, finetuner: Finetuner, planner: PlannerSpec,
                  verifier: Verifier | None, rollout_instances: Callable[[int], list[Instance]],
                  val_instances: list[Instance], test_instances: list[Instance],
                  held_out: Sequence[Path], settings: RoundSettings,
                  fingerprint: dict | None = None, log: Callable[[str], None] = print):
         self.out = Path(out_dir)
         self.domain, self.domain_file, self.initial = domain, domain_file, initial
-        self.backend, self.planner, self.verifier = backend, planner, verifier
+        self.finetuner, self.planner, self.verifier = finetuner, planner, verifier
         self.rollout_instances, self.val_set, self.test_set = rollout_instances, val_instances, test_instances
         self.held_out, self.settings, self.log = list(held_out), settings, log
         self.fingerprint = {"initial": initial, "planner": asdict(planner),
@@ -200,7 +200,7 @@ class SkillDiscovery:
 
     def _generator(self, name: str):
         """Loaded once and kept while used: the generator in use and the latest candidate."""
-        model = self._loaded.pop(name, None) or self.backend.generator(name)
+        model = self._loaded.pop(name, None) or self.finetuner.generator(name)
         self._loaded[name] = model  # most recently used last
         while len(self._loaded) > 2:
             self._loaded.pop(next(iter(self._loaded)))
@@ -297,7 +297,7 @@ class SkillDiscovery:
             base = current if self.settings.start_from == "current" else self.initial
             self.log(f"[skills] round {r}: finetuning a candidate from {base} on {len(pairs)} "
                      f"transitions of {len(archive) + len(archive.new(batch))} skills")
-            candidate = self.backend.finetune(base, transitions, rdir / "candidate",
+            candidate = self.finetuner.finetune(base, transitions, rdir / "candidate",
                                               self.settings.seed + r)
             timings["finetune_s"] = round(time.perf_counter() - t, 2)
 
