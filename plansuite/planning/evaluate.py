@@ -35,7 +35,7 @@ from plansuite.pddl.model import Domain
 from plansuite.pddl.plans import write_plan
 from plansuite.pddl.simulator import GroundTask
 from plansuite.pddl.val import validate, validate_binary
-from plansuite.planning.engine import run_batched
+from plansuite.planning.engine import run_batched, run_sequential
 from plansuite.planning.episode import EpisodeResult, InstanceContext
 from plansuite.planning.journal import Journal, write_atomic
 from plansuite.planning.loops import PlannerSpec, check_verifier, feedback_source
@@ -43,7 +43,6 @@ from plansuite.planning.metrics import summarize
 from plansuite.planning.optimal import OptimalLengths
 from plansuite.planning.outcomes import Outcome, judge_plan, plan_actions
 from plansuite.planning.protocols import Generator, Verifier
-from plansuite.planning.reference import run_sequential
 
 ENGINES = ("batched", "sequential")
 
@@ -52,7 +51,7 @@ ENGINES = ("batched", "sequential")
 class EvalSettings:
     planner: PlannerSpec
     seed: int = 0
-    engine: str = "batched"  # batched | sequential (the reference implementation)
+    engine: str = "batched"  # batched | sequential (one instance and one request at a time)
     batch_size: int = 64
     rank: int = 0
     world: int = 1
