@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 from plansuite.errors import ConfigError, PlansuiteError
 from plansuite.models.backbone import BackboneConfig
-from plansuite.models.data import FinetuneConfig, OnPolicyConfig
+from plansuite.models.datamodules import FinetuneConfig, OnPolicyConfig
 from plansuite.models.optim import OptimConfig
 from plansuite.pddl.model import Domain
 from plansuite.settings import from_mapping
@@ -78,7 +78,7 @@ class VerifierConfig:
     backbone: BackboneConfig = field(default_factory=BackboneConfig)
     init: str = "base"  # base | generator (the generator export's weights)
     generator_dir: str | None = None  # for init=generator and recipe=onpolicy; adds the on-policy val set
-    recipe: str = "random"  # a name of plansuite.data.verifier_recipes.RECIPES
+    recipe: str = "random"  # random | relabel | hard | onpolicy: plansuite/data/verifier_recipes.py
     input_kind: str = "state_action"  # state_action | state_action_next (onpolicy only)
     onpolicy: OnPolicyConfig = field(default_factory=OnPolicyConfig)
     calibrate_on: str = "auto"  # validation set for the threshold: onpolicy if present, else random
@@ -229,7 +229,7 @@ def _checkpoint_step(path: str) -> int:
 def make_tokenizer(backbone: BackboneConfig, domain: Domain, data_dir: Path):
     """The atom tokenizer of the dataset's objects, or a pretrained backbone's own (``bpe``)."""
     from plansuite.models.backbone import missing_backbone
-    from plansuite.models.data import dataset_objects
+    from plansuite.models.datamodules import dataset_objects
     from plansuite.models.tokenizer import (
         TOKENIZER_KINDS,
         build_atom_tokenizer,
@@ -255,8 +255,8 @@ def make_tokenizer(backbone: BackboneConfig, domain: Domain, data_dir: Path):
 def make_text_tokenizer(backbone: BackboneConfig, vocab_size: int, data_dir: Path, kind: str,
                         domain: Domain):
     """NL -> PDDL: a byte-level BPE trained on the split (``corpus``), or the backbone's (``bpe``)."""
-    from plansuite.models.text_data import text_corpus
-    from plansuite.models.text_tokenizer import train_text_tokenizer
+    from plansuite.nl2pddl.text_datamodules import text_corpus
+    from plansuite.nl2pddl.text_tokenizer import train_text_tokenizer
 
     if backbone.tokenizer == "corpus":
         return train_text_tokenizer(text_corpus(data_dir, kind), vocab_size, max_length=backbone.n_positions)
@@ -306,7 +306,7 @@ def start_from_export(export_dir: str, head: str, labels: dict[int, str] | None 
 
 # ---- one builder per model kind ------------------------------------------------------------
 def build_generator(spec: TrainSpec, domain: Domain) -> Built:
-    from plansuite.models.data import GeneratorDataModule
+    from plansuite.models.datamodules import GeneratorDataModule
     from plansuite.models.generator import GeneratorModule
 
     m: GeneratorConfig = spec.model
@@ -327,8 +327,8 @@ def build_generator(spec: TrainSpec, domain: Domain) -> Built:
 
 
 def build_verifier(spec: TrainSpec, domain: Domain) -> Built:
-    from plansuite.models.data import VerifierDataModule, val_set_names
-    from plansuite.models.inference import INPUT_KINDS
+    from plansuite.data.verifier_recipes import INPUT_KINDS, val_set_names
+    from plansuite.models.datamodules import VerifierDataModule
     from plansuite.models.verifier import VerifierModule
 
     m: VerifierConfig = spec.model
@@ -354,9 +354,9 @@ def build_verifier(spec: TrainSpec, domain: Domain) -> Built:
 
 
 def build_problem_generator(spec: TrainSpec, domain: Domain) -> Built:
-    from plansuite.models.problem_generator import ProblemGeneratorModule
-    from plansuite.models.text_data import ProblemDataModule
     from plansuite.nl2pddl.dataset import load_nl2pddl_manifest
+    from plansuite.nl2pddl.problem_generator_module import ProblemGeneratorModule
+    from plansuite.nl2pddl.text_datamodules import ProblemDataModule
 
     load_nl2pddl_manifest(spec.data_dir)
     m: ProblemGeneratorConfig = spec.model
@@ -371,10 +371,10 @@ def build_problem_generator(spec: TrainSpec, domain: Domain) -> Built:
 
 
 def build_critic(spec: TrainSpec, domain: Domain) -> Built:
-    from plansuite.models.critic import CriticModule
-    from plansuite.models.text_data import CriticDataModule
     from plansuite.nl2pddl.critic import CRITIC_LABELS
+    from plansuite.nl2pddl.critic_module import CriticModule
     from plansuite.nl2pddl.dataset import load_nl2pddl_manifest
+    from plansuite.nl2pddl.text_datamodules import CriticDataModule
 
     load_nl2pddl_manifest(spec.data_dir)
     m: CriticConfig = spec.model

@@ -14,7 +14,7 @@ from plansuite.errors import ConfigError
 from plansuite.pddl.codec import parse_completion
 from plansuite.pddl.parse import load_problem
 from plansuite.pddl.simulator import GroundTask
-from plansuite.planning.skills import (
+from plansuite.skills.archive import (
     SkillArchive,
     keep_batch,
     skills_from_records,

@@ -17,8 +17,9 @@ from typing import Any
 from hydra.experimental.callback import Callback
 
 from plansuite.errors import ConfigError
-from plansuite.planning.budget import format_report, write_report
+from plansuite.planning.budget import write_report
 from plansuite.planning.tuning import best_on_test_overrides, best_params
+from plansuite.report.tables import sample_efficiency_table
 
 
 class SampleEfficiencyCallback(Callback):
@@ -35,7 +36,7 @@ class SampleEfficiencyCallback(Callback):
         except ConfigError as exc:  # e.g. some job failed: the runs are kept, say why
             print(f"[sample-efficiency] not written: {exc}")
             return
-        print(format_report(report))
+        print(sample_efficiency_table(report))
         print(f"[sample-efficiency] wrote {root / 'sample_efficiency.md'}")
 
 

@@ -15,12 +15,7 @@ import os
 from pathlib import Path
 
 from plansuite.errors import ConfigError
-
-
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+from plansuite.jsonl import write_atomic
 
 
 class Journal:

@@ -13,7 +13,7 @@ Folder (``rollout.instances=DIR``)
 
 Held-out folders are the dataset's ``test/`` and ``val_instances/`` and the folders the rounds
 validate and test on; nothing planned there ever becomes a skill
-(:func:`plansuite.planning.skills.skills_from_records` refuses them too).
+(:func:`plansuite.skills.archive.skills_from_records` refuses them too).
 """
 
 from __future__ import annotations

@@ -5,13 +5,11 @@ Generator examples are ``prompt + completion + EOS`` with the loss on the comple
 generator's second validation loader yields indices into ``greedy_records``, a fixed validation
 subset that the module decodes greedily and judges with the simulator.
 
-Verifier examples are :class:`VerifierItem` s: the text the verifier reads, the training label
-under the recipe, and the simulator's truth (validation metrics use the truth only). Recipes:
-``random`` / ``relabel`` / ``hard`` from the dataset (:func:`plansuite.data.load.load_verifier_examples`),
-and ``onpolicy``: the ``onpolicy.base_recipe`` examples plus steps sampled from a trained generator
-on training transitions, labelled by the simulator. Validation sets: ``random`` (positives and
-random negatives), ``hard`` and, when a generator export is given, ``onpolicy`` (the generator's
-own samples on validation transitions). On-policy samples are cached under ``cache_dir``.
+Verifier examples are :class:`~plansuite.data.verifier_recipes.VerifierItem` s: the text the
+verifier reads, the training label under the recipe, and the simulator's truth (validation
+metrics use the truth only). What each recipe and validation set holds is
+:mod:`plansuite.data.verifier_recipes`; this module samples the generator for the ``onpolicy``
+recipe and its validation set (cached under ``cache_dir``) and tokenizes.
 
 Finetuning (expert iteration, :mod:`plansuite.skills`): ``extra_transitions`` is a JSONL file of
 ``{"prompt": ..., "completion": ...}`` lines (e.g. the transitions of verified plans); the
@@ -31,21 +29,25 @@ from typing import TypeVar
 import lightning as L
 from torch.utils.data import DataLoader
 
-from plansuite.data.builder import iter_jsonl
 from plansuite.data.load import (
-    VERIFIER_RECIPES,
     TransitionRecord,
     load_instances,
     load_trajectories,
     load_transitions,
-    load_verifier_examples,
+)
+from plansuite.data.verifier_recipes import (
+    VerifierItem,
+    check_recipe,
+    judged_items,
+    training_items,
+    val_set_names,
+    validation_sets,
 )
 from plansuite.errors import ConfigError
-from plansuite.models.sampling import JudgedStep, pick_records, sample_and_judge
+from plansuite.jsonl import iter_jsonl
+from plansuite.models.sampling import pick_records, sample_and_judge
 from plansuite.models.tokenizer import encode, pad_ids
-from plansuite.pddl.codec import format_verifier_input
-from plansuite.pddl.judge import StepVerdict
-from plansuite.pddl.model import Domain, parse_atom_text
+from plansuite.pddl.model import Domain
 from plansuite.pddl.simulator import TaskCache
 
 LOSS_ON = ("completion", "full")
@@ -221,55 +223,6 @@ class GeneratorDataModule(L.LightningDataModule):
 
 
 # ---- verifier ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class VerifierItem:
-    text: str  # what the verifier reads
-    label: int  # training label under the recipe
-    truth: int  # the simulator's verdict: 1 = a valid step
-
-
-def dataset_items(data_dir: str | Path, split: str, recipe: str, input_kind: str,
-                  tasks: TaskCache) -> list[VerifierItem]:
-    """The dataset's verifier examples as texts. With ``state_action_next`` every example claims
-    the walk's true next state, so only the walk's own action is a valid step."""
-    examples = load_verifier_examples(data_dir, split, recipe)
-    if input_kind == "state_action":
-        return [VerifierItem(format_verifier_input(e.state, e.action), e.label, int(e.applicable))
-                for e in examples]
-    trajs = {t["id"]: t for t in load_trajectories(data_dir, split)}
-    out = []
-    for e in examples:
-        claim = trajs[e.traj]["states"][e.step + 1]
-        task = tasks.get(e.objects, [parse_atom_text(a) for a in e.state])
-        truth = int(task.step(task.encode(e.state), e.action) == task.encode(claim))
-        out.append(VerifierItem(format_verifier_input(e.state, e.action, claim), truth, truth))
-    return out
-
-
-def judged_items(judged: list[JudgedStep], input_kind: str) -> list[VerifierItem]:
-    """Sampled generator steps as verifier examples labelled by the simulator (unparseable
-    samples have nothing to score and are skipped; repeats of a step in one state count once)."""
-    out, seen = [], set()
-    for j in judged:
-        if j.step is None:
-            continue
-        if input_kind == "state_action":
-            text = format_verifier_input(j.record.state, j.step.action)
-            truth = int(j.verdict is not StepVerdict.BAD_ACTION)
-        else:
-            text = format_verifier_input(j.record.state, j.step.action, j.step.next_state)
-            truth = int(j.verdict is StepVerdict.OK)
-        if text not in seen:
-            seen.add(text)
-            out.append(VerifierItem(text, truth, truth))
-    return out
-
-
-def val_set_names(generator_dir: str | None) -> list[str]:
-    """The verifier's validation sets, in loader order."""
-    return ["random", "hard"] + (["onpolicy"] if generator_dir else [])
-
-
 @dataclass
 class OnPolicyConfig:
     prompts: int | None = 2000  # training transitions to sample on (None: all)
@@ -308,18 +261,7 @@ class VerifierDataModule(L.LightningDataModule):
                  cache_dir: str | Path | None = None, num_workers: int = 0, seed: int = 0,
                  progress=print):
         super().__init__()
-        if recipe not in (*VERIFIER_RECIPES, "onpolicy"):
-            raise ConfigError(f"model.recipe '{recipe}': unknown (choose from "
-                              f"{', '.join(VERIFIER_RECIPES)}, onpolicy)")
-        if recipe == "onpolicy" and not generator_dir:
-            raise ConfigError("model.recipe=onpolicy samples a trained generator: set "
-                              "model.generator_dir to a generator export")
-        if input_kind == "state_action_next" and recipe != "onpolicy":
-            raise ConfigError("model.input_kind=state_action_next needs model.recipe=onpolicy "
-                              "(claimed next states come from the generator)")
-        if onpolicy is not None and onpolicy.base_recipe not in VERIFIER_RECIPES:
-            raise ConfigError(f"model.onpolicy.base_recipe '{onpolicy.base_recipe}': unknown "
-                              f"(choose from {', '.join(VERIFIER_RECIPES)})")
+        check_recipe(recipe, input_kind, generator_dir, (onpolicy or OnPolicyConfig()).base_recipe)
         self.data_dir, self.domain, self.tokenizer, self.context = data_dir, domain, tokenizer, context
         self.recipe, self.input_kind, self.batch_size = recipe, input_kind, batch_size
         self.generator_dir, self.onpolicy = generator_dir, onpolicy or OnPolicyConfig()
@@ -378,16 +320,10 @@ class VerifierDataModule(L.LightningDataModule):
             if cached[split] is None:
                 self.prepare_data()  # used outside a Trainer (tests, tools)
                 cached[split] = read_items(self._cache_path(split), params)
-        base = self.onpolicy.base_recipe if self.recipe == "onpolicy" else self.recipe
-        train = dataset_items(self.data_dir, "train", base, self.input_kind, tasks)
-        cap = self.onpolicy.base_examples if self.recipe == "onpolicy" else None
-        if cap is not None and cap < len(train):  # keep the generator's samples a large share
-            train = random.Random(self.seed).sample(train, cap)
-        train += cached.get("train") or []
-        self.val_sets = {"random": dataset_items(self.data_dir, "val", "relabel", self.input_kind, tasks),
-                         "hard": dataset_items(self.data_dir, "val", "hard", self.input_kind, tasks)}
-        if "val" in cached:
-            self.val_sets["onpolicy"] = cached["val"]
+        train = training_items(self.data_dir, self.recipe, self.input_kind, tasks,
+                               cached.get("train") or [], self.onpolicy.base_recipe,
+                               self.onpolicy.base_examples, self.seed)
+        self.val_sets = validation_sets(self.data_dir, self.input_kind, tasks, cached.get("val"))
         assert list(self.val_sets) == val_set_names(self.generator_dir)
         self.train = self._encode(train)
         self.val = {name: self._encode(items) for name, items in self.val_sets.items()}
