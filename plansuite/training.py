@@ -28,9 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from plansuite.data.generator_recipes import FinetuneConfig
+from plansuite.data.verifier_recipes import OnPolicyConfig
 from plansuite.errors import ConfigError, PlansuiteError
 from plansuite.models.backbone import BackboneConfig
-from plansuite.models.datamodules import FinetuneConfig, OnPolicyConfig
 from plansuite.models.optim import OptimConfig
 from plansuite.pddl.model import Domain
 from plansuite.settings import from_mapping

@@ -1,7 +1,7 @@
 """Verifier recipes: which steps a verifier trains on, how they are labelled, and the text it reads.
 
 Everything that decides what a verifier learns lives here (``conf/model/verifier.yaml``'s
-``model.recipe`` names one of :data:`RECIPES`):
+``model.recipe`` names one of :data:`RECIPES`; ``model.onpolicy`` is :class:`OnPolicyConfig`):
 
 Negatives, made once when the dataset is built (:func:`verifier_rows`, run by
 :mod:`plansuite.data.builder` for every walk, written to ``<split>/verifier.jsonl``)
@@ -48,7 +48,21 @@ RECIPES = (*DATASET_RECIPES, "onpolicy")
 INPUT_KINDS = ("state_action", "state_action_next")
 
 
-# ---- the text a verifier reads -----------------------------------------------------------------
+# ---- settings and the text a verifier reads -------------------------------------------------
+@dataclass
+class OnPolicyConfig:
+    """``model.onpolicy``: how the ``onpolicy`` recipe samples the generator and mixes the samples."""
+
+    prompts: int | None = 2000  # training transitions to sample on (None: all)
+    samples_per_prompt: int = 2
+    val_prompts: int | None = None  # validation transitions for the on-policy val set
+    val_samples_per_prompt: int = 2
+    temperature: float = 1.0
+    top_p: float = 0.99
+    base_recipe: str = "relabel"  # dataset examples mixed with the generator's samples
+    base_examples: int | None = None  # at most this many of them (None: all), drawn by seed
+
+
 def verifier_input(input_kind: str, state: Iterable[str], action: str,
                    next_state: Iterable[str] | None = None) -> str:
     """The text a verifier of ``input_kind`` scores for a step.

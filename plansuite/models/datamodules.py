@@ -11,24 +11,23 @@ metrics use the truth only). What each recipe and validation set holds is
 :mod:`plansuite.data.verifier_recipes`; this module samples the generator for the ``onpolicy``
 recipe and its validation set (cached under ``cache_dir``) and tokenizes.
 
-Finetuning (expert iteration, :mod:`plansuite.skills`): ``extra_transitions`` is a JSONL file of
-``{"prompt": ..., "completion": ...}`` lines (e.g. the transitions of verified plans); the
-generator's training split is then :func:`mix_examples` of the dataset's training transitions and
-these, in a fixed proportion. Validation is unchanged (the dataset's val split).
+What the generator trains on (the dataset's transitions, or the finetuning mix with extra
+transitions such as verified plans) is :mod:`plansuite.data.generator_recipes`; validation is
+always the dataset's val split.
 """
 
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import TypeVar
 
 import lightning as L
 from torch.utils.data import DataLoader
 
+from plansuite.data.generator_recipes import FinetuneConfig, finetune_split, load_extra_transitions
 from plansuite.data.load import (
     TransitionRecord,
     load_instances,
@@ -36,6 +35,7 @@ from plansuite.data.load import (
     load_transitions,
 )
 from plansuite.data.verifier_recipes import (
+    OnPolicyConfig,
     VerifierItem,
     check_recipe,
     judged_items,
@@ -98,70 +98,6 @@ def collate_causal(examples: list[tuple[list[int], list[int]]], pad_id: int) -> 
     return {"input_ids": ids, "attention_mask": mask, "labels": labels}
 
 
-def _passes(items: Sequence[T], n: int, rng: random.Random) -> list[T]:
-    """``n`` items in shuffled full passes over ``items`` (each used equally often, +-1)."""
-    out: list[T] = []
-    while len(out) < n:
-        order = list(items)
-        rng.shuffle(order)
-        out.extend(order[:n - len(out)])
-    return out
-
-
-def mix_examples(original: Sequence[T], extra: Sequence[T], original_fraction: float,
-                 size: int | None = None, seed: int = 0) -> list[T]:
-    """A shuffled training split of ``size`` examples, ``original_fraction`` of them from
-    ``original`` and the rest from ``extra``; each side is drawn in shuffled passes, so no
-    example repeats before all of its side were used. ``size=None``: every extra example once.
-
-    >>> mixed = mix_examples(list("abcdefgh"), ["X", "Y"], 0.5, size=8)
-    >>> len(mixed), mixed.count("X"), mixed.count("Y"), len(set(mixed) - {"X", "Y"})
-    (8, 2, 2, 4)
-    >>> len(mix_examples(list("abcdefgh"), ["X", "Y"], 0.75))  # each extra once: 2 / (1 - 0.75)
-    8
-    """
-    if not 0.0 <= original_fraction <= 1.0:
-        raise ConfigError(f"model.finetune.original_fraction={original_fraction}: must be in [0, 1]")
-    if size is None:
-        if original_fraction == 1.0:
-            raise ConfigError("model.finetune.examples: required when original_fraction is 1")
-        size = round(len(extra) / (1.0 - original_fraction))
-    n_original = round(size * original_fraction)
-    if n_original and not original:
-        raise ConfigError("model.finetune: no original training examples to mix in")
-    if size - n_original and not extra:
-        raise ConfigError("model.finetune.extra: no extra examples to mix in")
-    rng = random.Random(seed)
-    mixed = _passes(original, n_original, rng) + _passes(extra, size - n_original, rng)
-    rng.shuffle(mixed)
-    return mixed
-
-
-def load_extra_transitions(path: str | Path) -> list[tuple[str, str]]:
-    """(prompt, completion) pairs from a JSONL file of ``{"prompt", "completion"}`` objects."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{path}: extra transitions file not found")
-    pairs = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        try:
-            row = json.loads(line)
-            pairs.append((str(row["prompt"]), str(row["completion"])))
-        except (json.JSONDecodeError, KeyError, TypeError):
-            raise ConfigError(f"{path}:{n}: not a {{\"prompt\", \"completion\"}} JSON object") from None
-    return pairs
-
-
-@dataclass
-class FinetuneConfig:
-    """Start from an export and mix extra transitions into the training split (``model.finetune``)."""
-
-    init_from: str | None = None  # generator export whose weights and tokenizer to start from
-    extra: str | None = None  # JSONL of {"prompt", "completion"}: mixed into the training split
-    original_fraction: float = 0.5  # share of the dataset's own training transitions in the mix
-    examples: int | None = None  # size of the mixed training split (None: every extra one once)
-
-
 class GeneratorDataModule(L.LightningDataModule):
     def __init__(self, data_dir: str | Path, tokenizer, context: int, batch_size: int = 32,
                  loss_on: str = "completion", greedy_n: int = 128, greedy_batch_size: int = 64,
@@ -196,12 +132,7 @@ class GeneratorDataModule(L.LightningDataModule):
         if ft.extra:
             extra = self.encode_pairs(load_extra_transitions(ft.extra))
             check_fits([len(e[0]) for e in extra], self.context, str(ft.extra))
-            tagged = mix_examples([(0, e) for e in self.train], [(1, e) for e in extra],
-                                  ft.original_fraction, ft.examples, self.seed)
-            self.train = [e for _, e in tagged]
-            n_extra = sum(side for side, _ in tagged)
-            self.train_counts = {"examples": len(tagged), "original": len(tagged) - n_extra,
-                                 "extra": n_extra, "extra_distinct": len(extra)}
+            self.train, self.train_counts = finetune_split(self.train, extra, ft, self.seed)
         check_fits([len(e[0]) for e in self.train + self.val], self.context, f"{self.data_dir}")
         self.greedy_records = pick_records(val, self.greedy_n, self.seed)
         self.max_completion = max(len(e[1]) - e[1].count(-100) for e in self.train)
@@ -223,18 +154,6 @@ class GeneratorDataModule(L.LightningDataModule):
 
 
 # ---- verifier ---------------------------------------------------------------------------------
-@dataclass
-class OnPolicyConfig:
-    prompts: int | None = 2000  # training transitions to sample on (None: all)
-    samples_per_prompt: int = 2
-    val_prompts: int | None = None  # validation transitions for the on-policy val set
-    val_samples_per_prompt: int = 2
-    temperature: float = 1.0
-    top_p: float = 0.99
-    base_recipe: str = "relabel"  # dataset examples mixed with the generator's samples
-    base_examples: int | None = None  # at most this many of them (None: all), drawn by seed
-
-
 def write_items(path: Path, items: list[VerifierItem], params: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")

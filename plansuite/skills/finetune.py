@@ -10,7 +10,7 @@ can swap in scripted generators and a fake finetuning step:
 :class:`ExportFinetuner` is the real one: names are export directories, and finetuning is a
 generator training run (:func:`plansuite.training.train`) started from ``base``
 (``model.finetune.init_from``) on the transitions mixed with the dataset's own training
-transitions (:func:`plansuite.models.datamodules.mix_examples`), one epoch of ``steps * batch_size``
+transitions (:func:`plansuite.data.generator_recipes.mix_examples`), one epoch of ``steps * batch_size``
 examples.
 """
 
