@@ -1,9 +1,9 @@
 """Plain mappings (a resolved config group, a manifest's ``config``) into typed dataclasses.
 
-Every typed spec of the suite (``TrainSpec``'s model configs, ``DatasetSpec``, the planner
-loops' settings, the skill rounds' settings) is built through :func:`from_mapping`, so an
-unknown key or a bad nested group is the same one-line :class:`~plansuite.errors.ConfigError`
-everywhere, naming the config key.
+The typed specs built from config groups (``model`` -> the model kind's config dataclass,
+``planner`` -> the loop's spec class, ``dataset`` -> ``DatasetSpec``) go through
+:func:`from_mapping`, so an unknown key or a bad nested group is the same one-line
+:class:`~plansuite.errors.ConfigError` everywhere, naming the config key.
 """
 
 from __future__ import annotations

@@ -207,7 +207,7 @@ def test_feedback_setting_is_checked_and_reported():
         check_verifier(ENV, OracleVerifier())
     with pytest.raises(ConfigError, match="needs a verifier"):
         check_verifier(REFINE, None)
-    with pytest.raises(ConfigError, match="planner.feedback: unknown planner setting"):
+    with pytest.raises(ConfigError, match="planner.feedback: unknown setting"):
         PlannerSpec.from_dict({"loop": "stepwise", "feedback": "environment"})  # refine's own
     with pytest.raises(ConfigError, match="choose verifier or environment"):
         PlannerSpec.from_dict({"loop": "refine_resume", "feedback": "oracle"})

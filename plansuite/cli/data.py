@@ -10,6 +10,7 @@ from plansuite.data.builder import DatasetSpec, build_dataset
 from plansuite.domains import domain_file, state_sampler
 from plansuite.errors import ConfigError
 from plansuite.pddl.parse import load_domain, read_text
+from plansuite.settings import from_mapping
 
 
 @friendly_errors
@@ -26,12 +27,7 @@ def run(cfg: DictConfig) -> dict:
     if cfg.domain.get("pddl_name") and domain.name != cfg.domain.pddl_name:
         raise ConfigError(f"{path}: domain is '{domain.name}', config expects '{cfg.domain.pddl_name}'")
     sampler = state_sampler(OmegaConf.to_container(cfg.domain.states, resolve=True), domain)
-    fields = set(DatasetSpec.__dataclass_fields__)
-    unknown = set(cfg.dataset) - fields
-    if unknown:
-        raise ConfigError(f"dataset.{sorted(unknown)[0]}: unknown dataset setting "
-                          f"(known: {', '.join(sorted(fields))})")
-    spec = DatasetSpec(**OmegaConf.to_container(cfg.dataset, resolve=True))
+    spec = from_mapping(DatasetSpec, OmegaConf.to_container(cfg.dataset, resolve=True), "dataset")
     resolved = OmegaConf.to_container(cfg, resolve=True)
     resolved.pop("out_dir")  # where the dataset is, not what it is: same seed, same manifest
     manifest = build_dataset(spec, domain, read_text(path, "domain"), sampler, cfg.out_dir,

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from plansuite.errors import ConfigError
 from plansuite.planning.episode import Attempt, End, EpisodeResult, InstanceContext, decode_step
+from plansuite.settings import from_mapping
 
 GENERATE, VERIFY = "generate", "verify"
 
@@ -63,13 +64,7 @@ class PlannerSpec:
     @classmethod
     def from_dict(cls, values: dict) -> PlannerSpec:
         """The spec class of ``values["loop"]``, filled from the resolved ``planner`` group."""
-        spec_class = loop_def(values.get("loop", cls.loop)).spec
-        known = {f.name for f in fields(spec_class)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ConfigError(f"planner.{unknown[0]}: unknown planner setting "
-                              f"(known: {', '.join(sorted(known))})")
-        spec = spec_class(**values)
+        spec = from_mapping(loop_def(values.get("loop", cls.loop)).spec, values, "planner")
         spec.check()
         return spec
 
