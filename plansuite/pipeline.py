@@ -30,7 +30,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from plansuite.cli import CONF_DIR, friendly_errors
+from plansuite import CONF_DIR
 from plansuite.errors import ConfigError, PlansuiteError
 from plansuite.report.tables import compare
 
@@ -215,7 +215,6 @@ def _relay(stream, prefix: str) -> None:
         print(line if line.startswith(prefix) else prefix + line, end="", flush=True)
 
 
-@friendly_errors
 def run(argv: list[str] | None = None) -> dict[str, str]:
     parser = argparse.ArgumentParser(prog="python -m plansuite.pipeline", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -240,5 +239,15 @@ def print_comparisons(root: Path, pairs: list[list[str]]) -> None:
             print("[compare] " + compare(a.split("/")[-1], ra, b.split("/")[-1], rb))
 
 
+def main(argv: list[str] | None = None) -> None:
+    """``run``, with a PlansuiteError shown as one ``error:`` line and exit code 1."""
+    try:
+        run(argv)
+    except PlansuiteError as exc:
+        if os.environ.get("PLANSUITE_DEBUG"):
+            raise
+        raise SystemExit(f"error: {exc}") from None
+
+
 if __name__ == "__main__":
-    run()
+    main()

@@ -58,7 +58,7 @@ def test_renamed_transitions_are_simulator_true(domain_name, tiny_dataset_of):
 
 
 def test_generator_data_draws_a_new_renaming_each_time(tiny_dataset_of):
-    from plansuite.models.data import GeneratorDataModule
+    from plansuite.models.datamodules import GeneratorDataModule
     from plansuite.models.tokenizer import build_atom_tokenizer
 
     data_dir = tiny_dataset_of("blocksworld")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from plansuite.data.builder import DatasetSpec, build_dataset, iter_jsonl
+from plansuite.data.builder import DatasetSpec, build_dataset
 from plansuite.data.explorer import random_walk
 from plansuite.data.load import (
     leaked_instances,
@@ -19,12 +19,13 @@ from plansuite.data.load import (
     load_manifest,
     load_trajectories,
     load_transitions,
-    load_verifier_examples,
 )
+from plansuite.data.verifier_recipes import dataset_examples
 from plansuite.domains import domain_file
 from plansuite.domains.blocksworld import BlocksworldStates
 from plansuite.domains.gripper import GripperStates
 from plansuite.errors import ConfigError
+from plansuite.jsonl import iter_jsonl
 from plansuite.pddl.codec import Step, parse_completion, parse_transition
 from plansuite.pddl.model import atom_text, parse_atom_text
 from plansuite.pddl.simulator import TaskCache
@@ -130,17 +131,17 @@ def test_verifier_examples(tiny_dataset, blocksworld):
 
 
 def test_verifier_recipes(tiny_dataset):
-    random_ = load_verifier_examples(tiny_dataset, "train", "random")
-    relabel = load_verifier_examples(tiny_dataset, "train", "relabel")
-    hard = load_verifier_examples(tiny_dataset, "train", "hard")
+    random_ = dataset_examples(tiny_dataset, "train", "random")
+    relabel = dataset_examples(tiny_dataset, "train", "relabel")
+    hard = dataset_examples(tiny_dataset, "train", "hard")
     assert [e.action for e in random_] == [e.action for e in relabel]
     assert all(e.label == int(e.applicable) for e in relabel)
     assert any(e.label == 0 and e.applicable for e in random_)  # the paper's noisy labels
     assert {e.kind for e in hard} == {"positive", "hard"} and not any(
         e.label and not e.applicable for e in hard)
-    assert len(load_verifier_examples(tiny_dataset, "val", "random", limit=5)) == 5
+    assert len(dataset_examples(tiny_dataset, "val", "random", limit=5)) == 5
     with pytest.raises(ConfigError, match="unknown"):
-        load_verifier_examples(tiny_dataset, "train", "onpolicy-typo")
+        dataset_examples(tiny_dataset, "train", "onpolicy-typo")
 
 
 def test_transition_records_format_as_paper_text(tiny_dataset):

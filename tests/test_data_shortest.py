@@ -8,14 +8,15 @@ from collections import Counter
 
 import pytest
 
-from plansuite.data.builder import DatasetSpec, build_dataset, iter_jsonl, pair_key
+from plansuite.data.builder import DatasetSpec, build_dataset
 from plansuite.data.explorer import random_walk
-from plansuite.data.load import load_transitions
+from plansuite.data.load import load_transitions, pair_key
 from plansuite.data.shortest import SHORTEST_FILE, ShortestPaths, drop_leaked
 from plansuite.domains import builtin_path, load_builtin
 from plansuite.domains.blocksworld import BlocksworldStates
 from plansuite.domains.gripper import GripperStates
 from plansuite.errors import ConfigError
+from plansuite.jsonl import iter_jsonl
 from plansuite.pddl.simulator import TaskCache
 
 pytest.importorskip("pymimir")

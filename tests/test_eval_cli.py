@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
+from scripted import write_toy_instances
 
 from plansuite.cli import CONF_DIR
 from plansuite.cli.eval import run
@@ -17,7 +18,6 @@ from plansuite.domains import builtin_path, load_builtin
 from plansuite.pddl.parse import load_problem
 from plansuite.pddl.plans import read_plan
 from plansuite.pddl.simulator import GroundTask
-from plansuite.planning.scripted import write_toy_instances
 
 REPO = Path(__file__).resolve().parents[1]
 

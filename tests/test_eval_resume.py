@@ -11,13 +11,13 @@ import time
 from pathlib import Path
 
 import pytest
+from scripted import write_toy_instances
 
 from plansuite.data.load import load_instances
 from plansuite.domains import builtin_path, load_builtin
 from plansuite.planning.baselines import RandomApplicableGenerator
 from plansuite.planning.evaluate import EvalSettings, evaluate
 from plansuite.planning.loops import PlannerSpec
-from plansuite.planning.scripted import write_toy_instances
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = PlannerSpec(name="random_restart", loop="sample", k=5, max_steps=20, propose_on_failure="none")

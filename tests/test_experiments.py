@@ -286,12 +286,13 @@ def test_slurm_preset_gives_an_eval_job_one_task():
 
 
 def test_training_runs_carry_the_seed_and_verifier_init_tags(dataset, tmp_path):
-    from plansuite.cli.train import make_trainer
+    from plansuite.cli.train import train_spec
+    from plansuite.training import make_trainer
 
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         cfg = compose("train", ["model=verifier", "model.init=base", "seed=3", "logger=wandb",
                                 f"data_dir={dataset}", f"out_dir={tmp_path}"])
-    trainer, _, _ = make_trainer(cfg, "blocksworld", "toy", tmp_path)
+    trainer, _, _ = make_trainer(train_spec(cfg), "blocksworld", "toy")
     init = trainer.logger._wandb_init
     assert {"seed:3", "init:base", "model:verifier", "domain:blocksworld"} <= set(init["tags"])
     assert init["group"] == "blocksworld-verifier"

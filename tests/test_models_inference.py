@@ -20,7 +20,7 @@ from plansuite.domains import domain_file, load_builtin
 from plansuite.domains.blocksworld import BlocksworldStates
 from plansuite.errors import ConfigError, PlansuiteError
 from plansuite.models.backbone import BackboneConfig, pretrained_model, tiny_model
-from plansuite.models.data import dataset_objects
+from plansuite.models.datamodules import dataset_objects
 from plansuite.models.export import save_export
 from plansuite.models.inference import GeneratorPolicy, VerifierScorer, sample_ids
 from plansuite.models.tokenizer import build_atom_tokenizer, decode, encode, stop_token_ids

@@ -10,14 +10,15 @@ import torch
 
 from plansuite.data.builder import DatasetSpec, build_dataset
 from plansuite.data.load import load_transitions
+from plansuite.data.verifier_recipes import judged_items
 from plansuite.domains import domain_file, load_builtin
 from plansuite.domains.blocksworld import BlocksworldStates
-from plansuite.models.data import VerifierDataModule, judged_items
-from plansuite.models.metrics import binary_report, calibrate_threshold
+from plansuite.models.datamodules import VerifierDataModule
 from plansuite.models.optim import OptimConfig
 from plansuite.models.sampling import judge_texts, step_rates
 from plansuite.models.tokenizer import build_atom_tokenizer
 from plansuite.models.verifier import VerifierModule
+from plansuite.models.verifier_metrics import binary_report, calibrate_threshold
 from plansuite.pddl.codec import format_completion
 from plansuite.pddl.judge import StepVerdict
 from plansuite.pddl.model import parse_atom_text

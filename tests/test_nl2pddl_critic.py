@@ -8,11 +8,11 @@ from collections import Counter
 import pytest
 
 from plansuite.domains import builtin_path, load_builtin
-from plansuite.nl2pddl.checks import OperationalChecker
 from plansuite.nl2pddl.corrupt import KINDS, corrupt, equivalent_variant, shuffled_pddl
 from plansuite.nl2pddl.critic import CRITIC_LABELS, CriticVerdict, critic_input
 from plansuite.nl2pddl.dataset import NL2PDDLSpec, scenarios
 from plansuite.nl2pddl.equivalence import compare, semantic
+from plansuite.nl2pddl.problem_checks import OperationalChecker
 from plansuite.nl2pddl.worlds import find_state, world_for
 from plansuite.pddl.checks import check_problem
 from plansuite.pddl.parse import parse_problem

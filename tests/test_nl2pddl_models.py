@@ -17,14 +17,14 @@ from plansuite.cli.nl2pddl import run as nl2pddl_run
 from plansuite.cli.train import run as train_run
 from plansuite.domains import builtin_path, load_builtin
 from plansuite.errors import ConfigError
-from plansuite.models.nl2pddl import LearnedCritic, LocalGenerator
-from plansuite.models.text_data import CriticDataModule, ProblemDataModule, text_corpus
-from plansuite.models.text_tokenizer import train_text_tokenizer
-from plansuite.nl2pddl.checks import OperationalChecker
 from plansuite.nl2pddl.critic import CRITIC_LABELS, CriticVerdict
 from plansuite.nl2pddl.dataset import NL2PDDLSpec, build_nl2pddl, load_critic_examples, load_pairs
 from plansuite.nl2pddl.generators import BackendError, Feedback, resample_from
+from plansuite.nl2pddl.learned import LearnedCritic, LocalGenerator
+from plansuite.nl2pddl.problem_checks import OperationalChecker
 from plansuite.nl2pddl.repair import repair
+from plansuite.nl2pddl.text_datamodules import CriticDataModule, ProblemDataModule, text_corpus
+from plansuite.nl2pddl.text_tokenizer import train_text_tokenizer
 from plansuite.pddl.checks import Diagnostic
 
 TINY = ["model.backbone.n_layer=1", "model.backbone.n_embd=32", "model.backbone.n_head=2",

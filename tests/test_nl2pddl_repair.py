@@ -8,12 +8,12 @@ from dataclasses import replace
 import pytest
 
 from plansuite.domains import builtin_path, load_builtin
-from plansuite.nl2pddl.checks import OperationalChecker
 from plansuite.nl2pddl.dataset import NL2PDDLSpec, build_nl2pddl, load_pairs
 from plansuite.nl2pddl.experiment import ATTEMPTS, METRICS_JSON, METRICS_MD, run_repair, score_run
 from plansuite.nl2pddl.generators import BackendError, Feedback
-from plansuite.nl2pddl.metrics import gap_table, round_metrics
+from plansuite.nl2pddl.problem_checks import OperationalChecker
 from plansuite.nl2pddl.repair import STOP_RULES, build_feedback, repair
+from plansuite.nl2pddl.round_metrics import gap_table, round_metrics
 from plansuite.pddl.fast_downward import PlanResult
 from plansuite.pddl.model import problem_to_pddl
 from plansuite.pddl.parse import parse_problem

@@ -9,9 +9,8 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from scripted import write_toy_instances
 from test_eval_cli import evaluate_cli
-
-from plansuite.planning.scripted import write_toy_instances
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "analysis.ipynb"

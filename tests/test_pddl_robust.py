@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
+from scripted import write_toy_instances
 
 from plansuite.cli import CONF_DIR
 from plansuite.data.load import load_instances
@@ -21,7 +22,6 @@ from plansuite.pddl import fast_downward
 from plansuite.pddl.parse import load_problem, parse_domain, parse_problem
 from plansuite.pddl.simulator import GroundTask
 from plansuite.planning.optimal import OptimalLengths
-from plansuite.planning.scripted import write_toy_instances
 
 REPO = Path(__file__).resolve().parents[1]
 BW_FILE = builtin_path("blocksworld")
@@ -243,7 +243,7 @@ def test_cached_verdicts_are_keyed_by_the_planner(fake_planner, tmp_path):
 
 
 def test_the_nl2pddl_checker_fails_loudly_on_a_broken_planner_and_blames_no_goal(fake_planner):
-    from plansuite.nl2pddl.checks import OperationalChecker
+    from plansuite.nl2pddl.problem_checks import OperationalChecker
     from plansuite.pddl.fast_downward import PlanResult
 
     fake_planner("sys.exit(0)")

@@ -1,4 +1,4 @@
-"""The batched engine against the sequential reference, batching limits, garbage, adapters."""
+"""The batched engine against sequential planning (batch size 1), batching limits, garbage, adapters."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
+from scripted import ScriptedGenerator, ScriptedVerifier
 
 from plansuite.domains import load_builtin
 from plansuite.domains.blocksworld import BlocksworldStates
@@ -14,13 +15,11 @@ from plansuite.pddl.model import Problem, parse_atom_text
 from plansuite.pddl.simulator import GroundTask
 from plansuite.planning.adapters import ModelGenerator, ModelVerifier, check_same_tokenizer
 from plansuite.planning.baselines import SyntheticGenerator
-from plansuite.planning.engine import run_batched
+from plansuite.planning.engine import plan_instance, run_batched
 from plansuite.planning.episode import InstanceContext
 from plansuite.planning.loops import PlannerSpec
 from plansuite.planning.outcomes import Outcome, judge_plan
 from plansuite.planning.protocols import GenRequest, Proposal, VerifyRequest
-from plansuite.planning.reference import plan_instance
-from plansuite.planning.scripted import ScriptedGenerator, ScriptedVerifier
 
 
 def random_contexts(n: int, seed: int = 0) -> list[InstanceContext]:
@@ -54,7 +53,7 @@ SPECS = [PlannerSpec(name="gen", loop="sample", k=4, max_steps=12, propose_on_fa
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.loop)
 @pytest.mark.parametrize("batch_size", [1, 5, 64])
-def test_batched_engine_equals_sequential_reference(spec, batch_size):
+def test_batched_engine_equals_sequential_planning(spec, batch_size):
     contexts = random_contexts(30)
     wrap = SyntheticGenerator(**CHAOTIC)
     verifier = noisy_verifier() if spec.loop != "sample" else None

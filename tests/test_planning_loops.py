@@ -1,6 +1,6 @@
 """Exact semantics of every loop on a two-block instance with scripted generators/verifiers.
 
-Every case runs through the batched engine and the sequential reference, and both must give
+Every case runs through the batched engine and sequentially (batch size 1), and both must give
 the same outcome, attempt endings and call counts (the numbers written in each case).
 """
 
@@ -9,18 +9,17 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from scripted import ScriptedGenerator, ScriptedVerifier
 
 from plansuite.domains import load_builtin
 from plansuite.pddl.codec import format_completion
 from plansuite.pddl.model import Problem
 from plansuite.pddl.simulator import GroundTask
 from plansuite.planning.baselines import OracleVerifier, RandomApplicableGenerator
-from plansuite.planning.engine import run_batched
+from plansuite.planning.engine import plan_instance, run_batched
 from plansuite.planning.episode import InstanceContext
 from plansuite.planning.loops import PlannerSpec, check_verifier
 from plansuite.planning.outcomes import judge_plan
-from plansuite.planning.reference import plan_instance
-from plansuite.planning.scripted import ScriptedGenerator, ScriptedVerifier
 
 # Two blocks on the table; goal: a on b (the full goal state).
 INIT = {("on-table", "a"), ("on-table", "b"), ("clear", "a"), ("clear", "b"), ("arm-empty",)}
@@ -49,11 +48,11 @@ def applicable_only(request) -> float:
     return OracleVerifier(check_next_state=False).score([request])[0]
 
 
-def engine_and_reference(spec, make_generator, verifier_script=None, ctx=None):
-    """Run one instance through the engine and the reference; they must agree exactly.
+def batched_and_sequential(spec, make_generator, verifier_script=None, ctx=None):
+    """Run one instance batched and sequentially; they must agree exactly.
     Returns the result and the engine run's generator (its batches show the requests)."""
     results = []
-    for engine in ("batched", "reference"):
+    for engine in ("batched", "sequential"):
         gen = make_generator()
         ver = ScriptedVerifier(verifier_script) if verifier_script else None
         check_verifier(spec, ver)
@@ -72,7 +71,7 @@ def engine_and_reference(spec, make_generator, verifier_script=None, ctx=None):
 
 def plan_both(spec, script, verifier_script=None, ctx=None):
     ctx = ctx or context()
-    result, _ = engine_and_reference(
+    result, _ = batched_and_sequential(
         spec, lambda: ScriptedGenerator.from_table({"toy": script}, default=GARBAGE),
         verifier_script, ctx)
     outcome, first_bad = judge_plan(ctx.task, result.plan)

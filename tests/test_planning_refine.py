@@ -2,7 +2,7 @@
 
 The scripts are keyed by the full request key: ``(episode, step)`` for the first try at a
 checkpoint, ``(episode, step, try)`` for retries. Every case runs through the batched engine and
-the sequential reference, which must agree on everything (attempts, steps, scores, notes, calls).
+sequential planning (batch size 1), which must agree on everything (attempts, steps, scores, notes, calls).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from scripted import ScriptedGenerator
 from test_planning_engine import CHAOTIC, noisy_verifier, random_contexts
 from test_planning_loops import (
     CHEAT,
@@ -19,20 +20,19 @@ from test_planning_loops import (
     PUT_A,
     STACK_AB,
     applicable_only,
+    batched_and_sequential,
     context,
-    engine_and_reference,
 )
 
 from plansuite.errors import ConfigError
 from plansuite.pddl.codec import format_completion
 from plansuite.planning.baselines import OracleVerifier, SyntheticGenerator
-from plansuite.planning.engine import run_batched
+from plansuite.planning.engine import plan_instance, run_batched
 from plansuite.planning.loops import PlannerSpec, check_verifier, feedback_source
 from plansuite.planning.outcomes import judge_plan
-from plansuite.planning.reference import plan_instance
-from plansuite.planning.scripted import ScriptedGenerator
+from plansuite.planning.refine import RefineResumeSpec
 
-REFINE = PlannerSpec(name="refine_resume", loop="refine_resume", k=3, reset_after=3)
+REFINE = RefineResumeSpec(k=3, reset_after=3)
 ENV = replace(REFINE, name="refine_resume_env", feedback="environment")
 STEP = PlannerSpec(name="generator_verifier", loop="stepwise", k=3)
 # Inapplicable while holding a: the arm is not empty.
@@ -41,10 +41,10 @@ FLY = format_completion("(fly a)", ["(arm-empty)"])
 
 
 def run_both(spec, script, verifier_script=None):
-    """Engine and reference on the toy instance (they must agree); ``script`` maps request
+    """Batched and sequential on the toy instance (they must agree); ``script`` maps request
     keys to texts (missing keys give garbage), or is a function of the request."""
     answer = script if callable(script) else (lambda r: script.get(r.key, GARBAGE))
-    return engine_and_reference(spec, lambda: ScriptedGenerator(answer), verifier_script, context())
+    return batched_and_sequential(spec, lambda: ScriptedGenerator(answer), verifier_script, context())
 
 
 def summary(result, ctx=None):
@@ -207,8 +207,8 @@ def test_feedback_setting_is_checked_and_reported():
         check_verifier(ENV, OracleVerifier())
     with pytest.raises(ConfigError, match="needs a verifier"):
         check_verifier(REFINE, None)
-    with pytest.raises(ConfigError, match="takes feedback from a verifier only"):
-        PlannerSpec.from_dict({"loop": "stepwise", "feedback": "environment"})
+    with pytest.raises(ConfigError, match="planner.feedback: unknown setting"):
+        PlannerSpec.from_dict({"loop": "stepwise", "feedback": "environment"})  # refine's own
     with pytest.raises(ConfigError, match="choose verifier or environment"):
         PlannerSpec.from_dict({"loop": "refine_resume", "feedback": "oracle"})
     with pytest.raises(ConfigError, match="budget=0"):
@@ -217,17 +217,17 @@ def test_feedback_setting_is_checked_and_reported():
         "verifier", "environment", "verifier", "none"]
 
 
-# ---- engine = reference on a mixed workload; GRR at a budget from one run ------------------
+# ---- batched = sequential on a mixed workload; GRR at a budget from one run ------------------
 
 @pytest.mark.parametrize("spec", [
     replace(REFINE, k=6, max_steps=12, budget=40, temperature_step=0.3),
     replace(ENV, k=6, max_steps=12, budget=40, reset_after=2),
     replace(REFINE, k=6, max_steps=12, reset_after=None, budget=25, max_failures=6),
 ], ids=["verifier", "environment", "no-reset"])
-def test_batched_engine_equals_sequential_reference(spec):
+def test_batched_engine_equals_sequential_planning(spec):
     contexts = random_contexts(24, seed=3)
     synthetic = SyntheticGenerator(**CHAOTIC)
-    verifier = noisy_verifier if spec.feedback == "verifier" else (lambda: None)
+    verifier = noisy_verifier if feedback_source(spec) == "verifier" else (lambda: None)
     batched: dict = {}
     gen_b = ScriptedGenerator(lambda r: synthetic.propose([r])[0])
     run_batched(contexts, spec, gen_b, verifier(), lambda c, r, t: batched.__setitem__(c.id, r),
@@ -239,7 +239,7 @@ def test_batched_engine_equals_sequential_reference(spec):
     outcomes = {judge_plan(c.task, batched[c.id].plan)[0].value for c in contexts}
     ends = {a.end.value for r in batched.values() for a in r.attempts}
     assert "success" in outcomes and {"goal", "rejected"} <= ends
-    if spec.feedback == "environment":
+    if feedback_source(spec) == "environment":
         assert outcomes <= {"success", "no_plan"}  # executed plans: no bad transitions
         assert sum(r.events["in_plan_mismatches"] for r in batched.values()) > 0
 
@@ -252,7 +252,7 @@ def test_one_run_gives_grr_at_every_smaller_budget(spec):
     """GRR of a run capped at B = the share of a larger run's successes with calls <= B."""
     contexts = random_contexts(20, seed=5)
     synthetic = SyntheticGenerator(**CHAOTIC)
-    verifier = OracleVerifier(check_next_state=False) if spec.feedback == "verifier" else None
+    verifier = OracleVerifier(check_next_state=False) if feedback_source(spec) == "verifier" else None
 
     def successes(budget: int) -> dict[str, int]:
         out = {}
@@ -263,7 +263,7 @@ def test_one_run_gives_grr_at_every_smaller_budget(spec):
         return out
 
     full = successes(40)
-    assert 0 < len(full) < len(contexts) or spec.feedback == "environment"
+    assert 0 < len(full) < len(contexts) or feedback_source(spec) == "environment"
     for budget in (3, 8, 15):
         assert successes(budget) == {i: n for i, n in full.items() if n <= budget}
 

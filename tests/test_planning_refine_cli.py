@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
+from scripted import write_toy_instances
 from test_eval_cli import evaluate_cli, fails_with, lines
 
 from plansuite.cli import CONF_DIR
 from plansuite.planning import budget
-from plansuite.planning.scripted import write_toy_instances
 
 REPO = Path(__file__).resolve().parents[1]
 NOISY = ["generator=synthetic", "synthetic.p_bad_action=0.2", "synthetic.p_garbage=0.05",

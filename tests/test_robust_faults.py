@@ -10,6 +10,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from scripted import write_toy_instances
 
 from plansuite.data.builder import DatasetSpec
 from plansuite.data.load import load_instances
@@ -20,7 +21,6 @@ from plansuite.planning.baselines import RandomApplicableGenerator
 from plansuite.planning.evaluate import EvalSettings, evaluate
 from plansuite.planning.journal import lock_shard
 from plansuite.planning.loops import PlannerSpec
-from plansuite.planning.scripted import write_toy_instances
 
 SPEC = PlannerSpec(name="random_restart", loop="sample", k=5, max_steps=20, propose_on_failure="none")
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from scripted import write_toy_instances
 from test_eval_cli import evaluate_cli, lines
 
 from plansuite.domains import load_builtin
@@ -13,8 +14,7 @@ from plansuite.errors import ConfigError
 from plansuite.pddl.codec import parse_completion
 from plansuite.pddl.parse import load_problem
 from plansuite.pddl.simulator import GroundTask
-from plansuite.planning.scripted import write_toy_instances
-from plansuite.planning.skills import (
+from plansuite.skills.archive import (
     SkillArchive,
     keep_batch,
     skills_from_records,

@@ -9,11 +9,12 @@ import pytest
 import torch
 from test_train_cli import DOMAIN, config, data_dir, offline  # noqa: F401 -- fixtures
 
-from plansuite.cli.train import build, run
+from plansuite.cli.train import run, train_spec
 from plansuite.data.load import load_transitions
 from plansuite.errors import ConfigError
 from plansuite.models.export import load_export
-from plansuite.skills.backend import ExportBackend, FinetuneSettings
+from plansuite.skills.finetune import ExportFinetuner, FinetuneSettings
+from plansuite.training import build
 
 SMALL = ["model.backbone.n_layer=1", "model.backbone.n_embd=32", "model.backbone.n_head=2"]
 
@@ -41,7 +42,7 @@ def test_finetuning_starts_from_the_export_and_mixes_the_extra_transitions(data_
     cfg = config(data_dir, tmp_path, f"model.finetune.init_from={base}",
                  f"model.finetune.extra={extra}", "model.finetune.original_fraction=0.75",
                  "model.finetune.examples=40")
-    module, dm, tokenizer, meta = build(cfg, DOMAIN, data_dir, tmp_path, {})
+    module, dm, tokenizer, meta = build(train_spec(cfg), DOMAIN)
     model, base_tok, base_meta = load_export(base, "generator")
     mine, theirs = module.model.state_dict(), model.state_dict()
     assert mine.keys() == theirs.keys() and all(torch.equal(mine[k], theirs[k]) for k in mine)
@@ -55,8 +56,8 @@ def test_finetuning_starts_from_the_export_and_mixes_the_extra_transitions(data_
 
 def test_the_backend_finetunes_a_candidate_and_resumes(data_dir, base, extra, tmp_path):  # noqa: F811
     settings = FinetuneSettings(steps=3, batch_size=4, val_greedy=2, warmup_steps=1)
-    backend = ExportBackend(data_dir, settings)
-    export = backend.finetune(str(base), extra, tmp_path / "cand", seed=1)
+    finetuner = ExportFinetuner(data_dir, settings)
+    export = finetuner.finetune(str(base), extra, tmp_path / "cand", seed=1)
     results = json.loads((tmp_path / "cand" / "results.json").read_text())
     assert results["global_step"] == 3 and results["train_examples"]["extra"] == 6
     new, _, meta = load_export(export, "generator")
@@ -64,7 +65,7 @@ def test_the_backend_finetunes_a_candidate_and_resumes(data_dir, base, extra, tm
     assert meta["config"]["model"]["finetune"]["init_from"] == str(base)
     assert not torch.equal(new.transformer.wte.weight, old.transformer.wte.weight)  # it trained
     mtime = (tmp_path / "cand" / "results.json").stat().st_mtime
-    assert backend.finetune(str(base), extra, tmp_path / "cand", seed=1) == export  # done: skipped
+    assert finetuner.finetune(str(base), extra, tmp_path / "cand", seed=1) == export  # done: skipped
     assert (tmp_path / "cand" / "results.json").stat().st_mtime == mtime
 
 
@@ -78,4 +79,4 @@ def test_bad_finetuning_inputs_are_one_line_errors(data_dir, base, extra, tmp_pa
                              ([f"model.finetune.extra={extra}", "model.finetune.original_fraction=2"],
                               "must be in")]:
         with pytest.raises(ConfigError, match=match):
-            build(config(data_dir, tmp_path, *SMALL, *overrides), DOMAIN, data_dir, tmp_path, {})
+            build(train_spec(config(data_dir, tmp_path, *SMALL, *overrides)), DOMAIN)

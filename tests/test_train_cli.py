@@ -12,12 +12,13 @@ from test_models_inference import bpe_tokenizer  # the same GPT-2-style tokenize
 from transformers import AutoModelForCausalLM, AutoTokenizer, GPT2Config, GPT2LMHeadModel
 
 from plansuite.cli import CONF_DIR
-from plansuite.cli.train import build, run
+from plansuite.cli.train import run, train_spec
 from plansuite.data.builder import DatasetSpec, build_dataset
 from plansuite.data.load import load_transitions
 from plansuite.domains import domain_file, load_builtin
 from plansuite.domains.blocksworld import BlocksworldStates
 from plansuite.models.inference import GeneratorPolicy, VerifierScorer
+from plansuite.training import build
 
 DOMAIN = load_builtin("blocksworld")
 SMALL = ["model.backbone.n_layer=1", "model.backbone.n_embd=32", "model.backbone.n_head=2"]
@@ -85,14 +86,14 @@ def test_v_generator_starts_from_the_generator_weights(generator, data_dir, tmp_
     gen_out, _ = generator
     cfg = config(data_dir, tmp_path, "model=verifier", "model.init=generator",
                  f"model.generator_dir={gen_out / 'export'}")
-    module, *_ = build(cfg, DOMAIN, data_dir, tmp_path, {})
+    module, *_ = build(train_spec(cfg), DOMAIN)
     gen = AutoModelForCausalLM.from_pretrained(gen_out / "export")
     ours, theirs = module.model.transformer.state_dict(), gen.transformer.state_dict()
     assert ours.keys() == theirs.keys()
     assert all(torch.equal(ours[k], theirs[k]) for k in ours)
     assert module.model.training  # trains in train mode (dropout on), unlike from_pretrained's default
     # and V_base does not
-    base, *_ = build(config(data_dir, tmp_path, "model=verifier", *SMALL), DOMAIN, data_dir, tmp_path, {})
+    base, *_ = build(train_spec(config(data_dir, tmp_path, "model=verifier", *SMALL)), DOMAIN)
     assert base.model.transformer.wte.weight.shape != gen.transformer.wte.weight.shape or not torch.equal(
         base.model.transformer.wte.weight, gen.transformer.wte.weight)
 
@@ -188,3 +189,16 @@ def test_real_generator_batched_engine_equals_sequential_reference(data_dir, gen
             for r in map(json.loads, lines))
     assert runs["batched"] == runs["sequential"]
     assert sum(r[4] for r in runs["batched"]) > len(instances)  # attempts really took steps
+
+
+@pytest.mark.parametrize("kind", ["generator", "verifier", "problem_generator", "critic"])
+def test_the_model_configs_are_the_typed_defaults(kind, tmp_path):
+    """``conf/model/<kind>.yaml`` and ``conf/trainer/cpu.yaml`` say what the library's
+    dataclasses say, so a run built without Hydra (the skill rounds) trains the same way."""
+    from plansuite.training import CPU_TRAINER, MODEL_CONFIGS
+
+    spec = train_spec(config(tmp_path, tmp_path, f"model={kind}", "logger=none",
+                             "trainer.enable_progress_bar=true"))
+    assert spec.model == MODEL_CONFIGS[kind]()
+    derived = {"default_root_dir": str(tmp_path), "max_epochs": spec.model.epochs}
+    assert spec.trainer == {**CPU_TRAINER, **derived}

@@ -1,10 +1,11 @@
-"""Batched lockstep engine vs the sequential reference: attempts per second at k = 25.
+"""Batched lockstep engine vs sequential planning (batch size 1): attempts per second at k = 25.
 
 Both run the generator@k loop (``sample``; with ``PLANSUITE_BENCH_VERIFIER`` the step-wise
-loop) on the same model and the same instances, side by side in one process. The sequential
-reference plans the first ``PLANSUITE_BENCH_SEQ_INSTANCES`` instances (it is slow by design);
-the batched engine plans ``PLANSUITE_BENCH_INSTANCES_N``; rates are compared, and outcome
-rates on the shared instances are reported next to each other.
+loop) on the same model and the same instances, side by side in one process. Sequential
+planning (the same loops, one instance and one request at a time) plans the first
+``PLANSUITE_BENCH_SEQ_INSTANCES`` instances (it is slow by design); the batched engine plans
+``PLANSUITE_BENCH_INSTANCES_N``; rates are compared, and outcome rates on the shared instances
+are reported next to each other.
 
 Model: the export at ``PLANSUITE_BENCH_GENERATOR`` (device ``PLANSUITE_BENCH_DEVICE``, default
 auto). Without one, a randomly initialised 2-layer GPT-2 over the format's words stands in
@@ -35,11 +36,10 @@ from plansuite.planning.adapters import (
     load_verifier,
     resolve_device,
 )
-from plansuite.planning.engine import run_batched
+from plansuite.planning.engine import run_batched, run_sequential
 from plansuite.planning.episode import InstanceContext
 from plansuite.planning.loops import PlannerSpec
 from plansuite.planning.outcomes import judge_plan
-from plansuite.planning.reference import run_sequential
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -101,11 +101,16 @@ def _instances(domain):
         return load_instances(folder, domain), folder
     if paper.is_dir():
         return load_instances(paper, domain), str(paper)
-    from plansuite.planning.scripted import write_toy_instances
+    from plansuite.data.builder import DatasetSpec, build_dataset
+    from plansuite.domains import builtin_path
+    from plansuite.domains.blocksworld import BlocksworldStates
 
-    folder = write_toy_instances(Path(tempfile.mkdtemp(prefix="bench-engine-")) / "toy", n=64,
-                                 max_walk_len=30, blocks=(3, 8))
-    return load_instances(folder, domain), "toy test split (seed 0)"
+    toy = DatasetSpec(name="toy", train_states=4, val_states=1, test_instances=64, val_instances=1,
+                      test_max_walk_len=30, chunk_size=4)
+    folder = Path(tempfile.mkdtemp(prefix="bench-engine-")) / "toy"
+    build_dataset(toy, domain, builtin_path("blocksworld").read_text(), BlocksworldStates(3, 8),
+                  folder, seed=0, workers=1, progress=lambda _: None)
+    return load_instances(folder / "test", domain), "toy test split (seed 0)"
 
 
 def _timed(run, contexts) -> dict:

@@ -33,7 +33,7 @@ from plansuite.domains import domain_file, load_builtin
 from plansuite.domains.blocksworld import BlocksworldStates
 from plansuite.models.backbone import BackboneConfig, tiny_model
 from plansuite.models.callbacks import TokensPerSecond
-from plansuite.models.data import (
+from plansuite.models.datamodules import (
     GeneratorDataModule,
     VerifierDataModule,
     dataset_objects,

@@ -6,11 +6,9 @@ import functools
 import os
 import re
 import sys
-from pathlib import Path
 
+from plansuite import CONF_DIR as CONF_DIR  # the configs every app reads
 from plansuite.errors import PlansuiteError, clip
-
-CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
 
 # The Makefile's defaults, for the commands run without make: offline, a missing pretrained
 # backbone is one line instead of ~40 lines of hub retries (HF_HUB_OFFLINE=0 downloads).

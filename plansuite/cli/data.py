@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import hydra
-from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from plansuite.cli import CONF_DIR, friendly_errors, hydra_errors
 from plansuite.data.builder import DatasetSpec, build_dataset
-from plansuite.domains import domain_file
-from plansuite.errors import ConfigError, PlansuiteError
+from plansuite.domains import domain_file, state_sampler
+from plansuite.errors import ConfigError
 from plansuite.pddl.parse import load_domain, read_text
+from plansuite.settings import from_mapping
 
 
 @friendly_errors
@@ -26,13 +26,8 @@ def run(cfg: DictConfig) -> dict:
     domain = load_domain(path)
     if cfg.domain.get("pddl_name") and domain.name != cfg.domain.pddl_name:
         raise ConfigError(f"{path}: domain is '{domain.name}', config expects '{cfg.domain.pddl_name}'")
-    sampler = _sampler(cfg.domain.states, domain)
-    fields = set(DatasetSpec.__dataclass_fields__)
-    unknown = set(cfg.dataset) - fields
-    if unknown:
-        raise ConfigError(f"dataset.{sorted(unknown)[0]}: unknown dataset setting "
-                          f"(known: {', '.join(sorted(fields))})")
-    spec = DatasetSpec(**OmegaConf.to_container(cfg.dataset, resolve=True))
+    sampler = state_sampler(OmegaConf.to_container(cfg.domain.states, resolve=True), domain)
+    spec = from_mapping(DatasetSpec, OmegaConf.to_container(cfg.dataset, resolve=True), "dataset")
     resolved = OmegaConf.to_container(cfg, resolve=True)
     resolved.pop("out_dir")  # where the dataset is, not what it is: same seed, same manifest
     manifest = build_dataset(spec, domain, read_text(path, "domain"), sampler, cfg.out_dir,
@@ -43,24 +38,6 @@ def run(cfg: DictConfig) -> dict:
           f"{counts['train']['transitions']} transitions, {counts['test']['instances']} test "
           f"instances in {sum(manifest['timings_s'].values()):.1f}s")
     return manifest
-
-
-def _sampler(sampler_cfg: DictConfig, domain):
-    """Instantiate ``domain.states``; a bad setting is a one-line ConfigError, not a traceback."""
-    target = sampler_cfg.get("_target_", "")
-    try:
-        if target.endswith("FolderStates"):
-            # Hydra would try to turn a Domain keyword into config; pass it to a partial instead.
-            return instantiate(sampler_cfg, _partial_=True)(domain=domain)
-        return instantiate(sampler_cfg)
-    except PlansuiteError:
-        raise
-    except Exception as exc:
-        cause = exc.__cause__ or exc
-        if isinstance(cause, PlansuiteError):
-            raise cause from None
-        detail = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
-        raise ConfigError(f"domain.states ({target}): {detail}") from exc
 
 
 @hydra_errors("data")

@@ -32,13 +32,12 @@ from plansuite.planning.evaluate import (
     EvalSettings,
     evaluate,
     merge,
-    table_header,
-    table_row,
     write_results,
 )
 from plansuite.planning.loops import PlannerSpec
 from plansuite.planning.optimal import OptimalLengths
 from plansuite.report.collect import verifier_init
+from plansuite.report.tables import table_header, table_row
 from plansuite.tracking import ensure_offline_default, run_group, run_tags
 
 OPTIMIZABLE = ("grr", "btr")

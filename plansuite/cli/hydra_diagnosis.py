@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
-from plansuite.cli import CONF_DIR
+from plansuite import CONF_DIR
 from plansuite.errors import clip
 
 

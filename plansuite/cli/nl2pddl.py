@@ -21,9 +21,9 @@ from plansuite.cli import CONF_DIR, friendly_errors, hydra_errors
 from plansuite.data.load import check_limit
 from plansuite.domains import builtin_path, load_builtin
 from plansuite.errors import ConfigError, PlansuiteError
-from plansuite.nl2pddl.checks import OperationalChecker
 from plansuite.nl2pddl.dataset import NL2PDDLSpec, build_nl2pddl, load_nl2pddl_manifest, load_pairs
 from plansuite.nl2pddl.experiment import METRICS_MD, run_repair, score_run
+from plansuite.nl2pddl.problem_checks import OperationalChecker
 from plansuite.pddl.parse import load_domain
 
 TASKS = ("data", "repair", "score", "critic")

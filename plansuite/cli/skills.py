@@ -16,12 +16,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from plansuite.cli import CONF_DIR, friendly_errors, hydra_errors
 from plansuite.cli.eval import check_folder_domain
+from plansuite.cli.train import compose_train, train_spec
 from plansuite.data.load import check_limit, load_instances, load_manifest
 from plansuite.errors import ConfigError
 from plansuite.pddl.parse import load_domain
 from plansuite.planning.adapters import check_same_tokenizer, load_verifier, resolve_device
 from plansuite.planning.loops import PlannerSpec, check_verifier
-from plansuite.skills.backend import ExportBackend, FinetuneSettings
+from plansuite.skills.finetune import ExportFinetuner, FinetuneSettings
 from plansuite.skills.instances import check_rollout_folder, held_out_pairs, sample_instances
 from plansuite.skills.rounds import RoundSettings, SkillDiscovery
 
@@ -47,7 +48,11 @@ def run(cfg: DictConfig) -> list[dict]:
                              require_significant=cfg.filter.require_significant,
                              start_from=cfg.finetune.start_from, batch_size=cfg.batch_size,
                              val=cfg.val, progress_every_s=cfg.progress_every_s)
-    backend = ExportBackend(data_dir, FinetuneSettings(**ft), resolve_device(cfg.device))
+    finetune = FinetuneSettings(**ft)
+    template = train_spec(compose_train(["model=generator", f"data_dir={data_dir}", "logger=none",
+                                         "trainer.enable_progress_bar=false",
+                                         "trainer.num_sanity_val_steps=0", *finetune.overrides]))
+    finetuner = ExportFinetuner(data_dir, finetune, resolve_device(cfg.device), template)
 
     val_dir = _folder(cfg.validation.instances, data_dir / "val_instances")
     test_dir = _folder(cfg.test.instances, data_dir / "test")
@@ -75,7 +80,7 @@ def run(cfg: DictConfig) -> list[dict]:
     fingerprint = {"data_dir": str(data_dir.resolve()), "verifier": str(cfg.verifier),
                    "rollout": source, "finetune": ft,
                    "val_dir": str(val_dir.resolve()), "test_dir": str(test_dir.resolve())}
-    rounds = SkillDiscovery(out, domain, domain_file, generator, backend, spec, verifier,
+    rounds = SkillDiscovery(out, domain, domain_file, generator, finetuner, spec, verifier,
                             rollout, val_set, test_set, held_out, settings, fingerprint).run()
     print((out / "rounds.md").read_text(), end="")
     print(f"[skills] wrote {out / 'rounds.jsonl'}")

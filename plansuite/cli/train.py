@@ -1,4 +1,4 @@
-"""``plansuite-train``: train the generator or a verifier on a dataset directory.
+"""``plansuite-train``: train the generator, a verifier or an NL→PDDL model on a dataset directory.
 
 Examples (``conf/train.yaml``)::
 
@@ -14,35 +14,20 @@ Examples (``conf/train.yaml``)::
     plansuite-train model=problem_generator data_dir=NL out_dir=PG    # NL→PDDL (plansuite-nl2pddl data)
     plansuite-train model=critic data_dir=NL out_dir=C
 
-Writes under ``out_dir``: ``checkpoints/last.ckpt`` (every ``checkpoint_every_n_steps``) and
-``checkpoints/best.ckpt``, ``export/`` (``save_pretrained`` model + tokenizer + ``plansuite.json``,
-from the best checkpoint), ``results.json`` (throughput and validation metrics) and the logger's
-files (W&B offline by default).
+The config becomes a :class:`plansuite.training.TrainSpec` and :func:`plansuite.training.train`
+does the rest (what it writes under ``out_dir``: that module's docstring).
 """
 
 from __future__ import annotations
 
-import json
-import logging
 import os
-import sys
-import time
-from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from plansuite.cli import CONF_DIR, friendly_errors, hydra_errors
-from plansuite.errors import ConfigError, PlansuiteError
-
-NL2PDDL_KINDS = ("problem_generator", "critic")  # built by plansuite/cli/train_nl2pddl.py
-KINDS = ("generator", "verifier", *NL2PDDL_KINDS)
-INITS = ("base", "generator")
-
-
-def is_child_process() -> bool:
-    """True in the processes Lightning's DDP launcher starts (they re-run this script)."""
-    return int(os.environ.get("LOCAL_RANK", 0)) > 0 or int(os.environ.get("NODE_RANK", 0)) > 0
+from plansuite.errors import ConfigError
+from plansuite.training import TrainSpec, model_config, train
 
 
 def check_sweep_strategy(trainer_cfg) -> None:
@@ -68,258 +53,55 @@ def check_sweep_strategy(trainer_cfg) -> None:
                           "launcher (hydra/launcher=slurm)")
 
 
-def resolve_resume(ckpt_path: str | None, out_dir: Path) -> str | None:
-    """``last`` -> ``out_dir/checkpoints/last.ckpt`` when it exists (else a fresh start)."""
-    last = out_dir / "checkpoints" / "last.ckpt"
-    if ckpt_path in (None, "", "null"):
-        if not is_child_process() and any((out_dir / "checkpoints").glob("*.ckpt")):
-            raise ConfigError(f"{out_dir}: has checkpoints from an earlier run; resume with "
-                              "ckpt_path=last, or choose another out_dir")
-        return None
-    if ckpt_path == "last":
-        if last.is_file():
-            return str(last)
-        print(f"[train] no {last} yet: starting from scratch", flush=True)
-        return None
-    if not Path(ckpt_path).is_file():
-        raise ConfigError(f"ckpt_path={ckpt_path}: checkpoint file not found")
-    return ckpt_path
-
-
-def _checkpoint_step(path: str) -> int:
-    import torch
-
-    try:
-        return int(torch.load(path, map_location="cpu", weights_only=False, mmap=True)["global_step"])
-    except Exception as exc:  # a truncated or foreign file: say which, in one line
-        raise ConfigError(f"{path}: unreadable checkpoint ({type(exc).__name__})") from exc
-
-
-def make_tokenizer(backbone, domain, data_dir):
-    from plansuite.models.backbone import missing_backbone
-    from plansuite.models.data import dataset_objects
-    from plansuite.models.tokenizer import (
-        TOKENIZER_KINDS,
-        build_atom_tokenizer,
-        load_pretrained_tokenizer,
-    )
-
-    if backbone.tokenizer not in TOKENIZER_KINDS:
-        raise ConfigError(f"model.backbone.tokenizer '{backbone.tokenizer}': unknown (choose from "
-                          f"{', '.join(TOKENIZER_KINDS)})")
-    if backbone.tokenizer == "atom":
-        return build_atom_tokenizer(domain, dataset_objects(data_dir, domain), backbone.n_positions)
-    if not backbone.path:
-        raise ConfigError("model.backbone.tokenizer=bpe: set model.backbone.path to a directory "
-                          "(or hub id) holding a GPT-2 tokenizer")
-    try:
-        return load_pretrained_tokenizer(backbone.path)
-    except ConfigError:
-        if not Path(backbone.path).exists():
-            raise missing_backbone(backbone.path) from None
-        raise
-
-
-def make_model(backbone, head: str, tokenizer, labels: dict[int, str] | None = None):
-    from plansuite.models.backbone import pretrained_model, tiny_model
-
-    if backbone.name == "tiny":
-        return tiny_model(backbone, head, tokenizer, labels)
-    if backbone.name == "pretrained":
-        if not backbone.path:
-            raise ConfigError("model.backbone.name=pretrained: set model.backbone.path")
-        return pretrained_model(backbone.path, head, tokenizer, labels)
-    raise ConfigError(f"model.backbone.name '{backbone.name}': unknown (choose from tiny, pretrained)")
-
-
-def make_logger(cfg: DictConfig, tags: dict, group: str, name: str):
+def logger_factory(logger_cfg: DictConfig | None):
+    """``conf/logger/<name>``'s logger; W&B also gets the run's group, name and tags."""
     from hydra.utils import instantiate
 
-    from plansuite.tracking import ensure_offline_default, run_tags
+    from plansuite.tracking import ensure_offline_default
 
-    if not cfg.get("logger"):
-        return False
-    extra = {}
-    if str(cfg.logger.get("_target_", "")).endswith("WandbLogger"):
-        ensure_offline_default()
-        extra = {"group": cfg.logger.get("group") or group, "name": cfg.logger.get("name") or name,
-                 "tags": [*run_tags(**tags), *(cfg.logger.get("tags") or [])]}
-    return instantiate(cfg.logger, **extra)
+    if not logger_cfg:
+        return None
 
+    def make(group: str, name: str, tags: list[str]):
+        extra = {}
+        if str(logger_cfg.get("_target_", "")).endswith("WandbLogger"):
+            ensure_offline_default()
+            extra = {"group": logger_cfg.get("group") or group, "name": logger_cfg.get("name") or name,
+                     "tags": [*tags, *(logger_cfg.get("tags") or [])]}
+        return instantiate(logger_cfg, **extra)
 
-def build(cfg: DictConfig, domain, data_dir: Path, out_dir: Path, resolved: dict):
-    """(module, datamodule, tokenizer, export meta) for ``cfg.model``."""
-    from plansuite.models.backbone import BackboneConfig, pretrained_model
-    from plansuite.models.data import (
-        FinetuneConfig,
-        GeneratorDataModule,
-        OnPolicyConfig,
-        VerifierDataModule,
-        val_set_names,
-    )
-    from plansuite.models.export import read_meta
-    from plansuite.models.generator import GeneratorModule
-    from plansuite.models.inference import INPUT_KINDS
-    from plansuite.models.optim import OptimConfig
-    from plansuite.models.tokenizer import load_pretrained_tokenizer
-    from plansuite.models.verifier import VerifierModule
-
-    m = cfg.model
-    backbone = BackboneConfig(**OmegaConf.to_container(m.backbone, resolve=True))
-    optim = OptimConfig(**OmegaConf.to_container(m.optim, resolve=True))
-    if m.kind not in KINDS:
-        raise ConfigError(f"model.kind '{m.kind}': unknown (choose from {', '.join(KINDS)})")
-    if m.kind in NL2PDDL_KINDS:
-        from plansuite.cli.train_nl2pddl import build_nl2pddl
-
-        return build_nl2pddl(cfg, domain, data_dir, resolved)
-    if m.kind == "generator":
-        finetune = FinetuneConfig(**OmegaConf.to_container(m.get("finetune") or {}, resolve=True))
-        base_max_new = None
-        if finetune.init_from:  # finetuning: the export's weights and tokenizer
-            base = read_meta(finetune.init_from, "generator")
-            if base.get("domain") != domain.name:
-                raise ConfigError(f"{finetune.init_from}: generator for domain "
-                                  f"'{base.get('domain')}', dataset is '{domain.name}'")
-            base_max_new = base.get("max_new_tokens")
-            tokenizer = load_pretrained_tokenizer(finetune.init_from)
-            model = pretrained_model(finetune.init_from, "causal", tokenizer)
-        else:
-            tokenizer = make_tokenizer(backbone, domain, data_dir)
-            model = make_model(backbone, "causal", tokenizer)
-        dm = GeneratorDataModule(data_dir, tokenizer, model.config.n_positions, m.batch_size,
-                                 m.loss_on, m.val_greedy, num_workers=cfg.num_workers, seed=cfg.seed,
-                                 finetune=finetune, trajectories=m.get("trajectories", "walk"),
-                                 train_transitions=m.get("train_transitions"),
-                                 augment=m.get("augment", "none"))
-        dm.setup()  # data problems surface now, as one line, before any training
-        max_new = m.get("max_new_tokens") or base_max_new or 2 * dm.max_completion
-        module = GeneratorModule(model, tokenizer, domain, optim, max_new, resolved)
-        meta = {"kind": "generator", "max_new_tokens": max_new}
-        return module, dm, tokenizer, meta
-    if m.init not in INITS:
-        raise ConfigError(f"model.init '{m.init}': unknown (choose from {', '.join(INITS)})")
-    if m.input_kind not in INPUT_KINDS:
-        raise ConfigError(f"model.input_kind '{m.input_kind}': unknown (choose from {', '.join(INPUT_KINDS)})")
-    if m.generator_dir:
-        gen_meta = read_meta(m.generator_dir, "generator")
-        if gen_meta.get("domain") != domain.name:
-            raise ConfigError(f"{m.generator_dir}: generator for domain '{gen_meta.get('domain')}', "
-                              f"dataset is '{domain.name}'")
-    if m.init == "generator":
-        if not m.generator_dir:
-            raise ConfigError("model.init=generator: set model.generator_dir to a generator export")
-        tokenizer = load_pretrained_tokenizer(m.generator_dir)
-        model = pretrained_model(m.generator_dir, "classifier", tokenizer)
-    else:
-        tokenizer = make_tokenizer(backbone, domain, data_dir)
-        model = make_model(backbone, "classifier", tokenizer)
-    onpolicy = OnPolicyConfig(**OmegaConf.to_container(m.onpolicy, resolve=True))
-    dm = VerifierDataModule(data_dir, domain, tokenizer, model.config.n_positions, m.recipe,
-                            m.input_kind, m.batch_size, m.generator_dir, onpolicy,
-                            out_dir / "data", cfg.num_workers, cfg.seed)
-    module = VerifierModule(model, optim, val_set_names(m.generator_dir), m.calibrate_on, resolved)
-    meta = {"kind": "verifier", "input_kind": m.input_kind, "init": m.init, "recipe": m.recipe}
-    return module, dm, tokenizer, meta
+    return make
 
 
-def set_cpu_threads(trainer_cfg) -> None:
-    """One BLAS pool per process, sized so that DDP ranks on one CPU do not oversubscribe it."""
-    import torch
+def train_spec(cfg: DictConfig) -> TrainSpec:
+    """``conf/train.yaml``, composed, as a typed TrainSpec (bad model settings fail here)."""
+    if OmegaConf.is_missing(cfg, "data_dir") or cfg.data_dir is None:  # reading ??? raises
+        raise ConfigError("data_dir: required (a dataset directory from plansuite-data)")
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    trainer = {k: v for k, v in resolved["trainer"].items() if k != "_target_"}
+    return TrainSpec(data_dir=cfg.data_dir, out_dir=cfg.out_dir, model=model_config(resolved["model"]),
+                     trainer=trainer, seed=cfg.seed, ckpt_path=cfg.get("ckpt_path"),
+                     checkpoint_every_n_steps=cfg.checkpoint_every_n_steps,
+                     progress_every_n_steps=cfg.get("progress_every_n_steps", 100),
+                     num_workers=cfg.num_workers, logger=logger_factory(cfg.get("logger")),
+                     config=resolved)
 
-    if trainer_cfg.get("accelerator") == "cpu":
-        devices = trainer_cfg.get("devices", 1)
-        processes = devices if isinstance(devices, int) and devices > 0 else 1
-        threads = max(1, (os.cpu_count() or 1) // processes)
-        if os.environ.get("OMP_NUM_THREADS", "").isdigit():  # a caller sharing the CPU chose
-            threads = max(1, min(threads, int(os.environ["OMP_NUM_THREADS"])))
-        torch.set_num_threads(threads)
 
+def compose_train(overrides: list[str]) -> DictConfig:
+    """``conf/train.yaml`` with ``overrides``, inside a Hydra app or outside one."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
 
-def make_trainer(cfg: DictConfig, domain_name: str, dataset: str | None, out_dir: Path):
-    """(Trainer, best-checkpoint callback, throughput callback) with the run's logger."""
-    from hydra.utils import instantiate
-    from lightning.pytorch.callbacks import ModelCheckpoint
-
-    from plansuite.models.callbacks import ProgressLines, TokensPerSecond
-
-    m = cfg.model
-    ckpt_dir = out_dir / "checkpoints"
-    last_cb = ModelCheckpoint(dirpath=ckpt_dir, save_top_k=0, save_last=True,
-                              every_n_train_steps=cfg.checkpoint_every_n_steps,
-                              enable_version_counter=False)
-    best_cb = ModelCheckpoint(dirpath=ckpt_dir, filename="best", monitor=m.monitor.metric,
-                              mode=m.monitor.mode, save_top_k=1, enable_version_counter=False,
-                              auto_insert_metric_name=False)
-    throughput = TokensPerSecond()
-    verifier = m.kind == "verifier"
-    tags = {"domain": domain_name, "dataset": dataset, "model": m.kind, "seed": cfg.seed,
-            "backbone": "generator" if verifier and m.init == "generator" else m.backbone.name,
-            "init": m.init if verifier else None, "recipe": m.recipe if verifier else None}
-    name = f"verifier-{m.init}-{m.recipe}" if verifier else m.kind
-    logger = make_logger(cfg, tags, f"{domain_name}-{m.kind}", name)
-    callbacks = [last_cb, best_cb, throughput]
-    bar = bool(cfg.trainer.get("enable_progress_bar", True)) and sys.stdout.isatty()
-    if not bar:  # a log file: plain lines instead of a redrawn bar
-        callbacks.append(ProgressLines(cfg.get("progress_every_n_steps", 100)))
-    trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=logger, enable_progress_bar=bar)
-    return trainer, best_cb, throughput
+    if GlobalHydra.instance().is_initialized():  # inside another app's @hydra.main
+        return compose(config_name="train", overrides=overrides)
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        return compose(config_name="train", overrides=overrides)
 
 
 @friendly_errors
 def run(cfg: DictConfig) -> dict:
     check_sweep_strategy(cfg.trainer)  # before the heavy imports: a sweep fails in a second
-    import lightning as L
-
-    from plansuite.data.load import load_manifest
-    from plansuite.models.export import save_export
-    from plansuite.models.tokenizer import tokenizer_kind
-    from plansuite.pddl.parse import load_domain
-
-    logging.getLogger("lightning.pytorch").propagate = False  # printed once, not twice via hydra
-    if OmegaConf.is_missing(cfg, "data_dir") or cfg.data_dir is None:  # reading ??? raises
-        raise ConfigError("data_dir: required (a dataset directory from plansuite-data)")
-    data_dir, out_dir = Path(cfg.data_dir), Path(cfg.out_dir)
-    manifest = load_manifest(data_dir)
-    domain = load_domain(data_dir / "domain.pddl")
-    ckpt_path = resolve_resume(cfg.get("ckpt_path"), out_dir)
-    resumed_from = _checkpoint_step(ckpt_path) if ckpt_path else None
-    set_cpu_threads(cfg.trainer)
-    L.seed_everything(cfg.seed, workers=True, verbose=False)
-    resolved = OmegaConf.to_container(cfg, resolve=True)
-    module, dm, tokenizer, meta = build(cfg, domain, data_dir, out_dir, resolved)
-    trainer, best_cb, throughput = make_trainer(cfg, domain.name, manifest.get("dataset"), out_dir)
-
-    start = time.perf_counter()
-    trainer.fit(module, datamodule=dm, ckpt_path=ckpt_path)
-    fit_s = time.perf_counter() - start
-    if trainer.interrupted:
-        raise PlansuiteError(f"training interrupted; resume with: ckpt_path=last out_dir={out_dir}")
-    if not trainer.fast_dev_run:
-        trainer.save_checkpoint(out_dir / "checkpoints" / "last.ckpt")  # the finished state
-    best = best_cb.best_model_path or None
-    metrics = trainer.validate(module, datamodule=dm, ckpt_path=best, verbose=False)  # best weights
-    if not trainer.is_global_zero:
-        return {}
-    flat = {k: round(float(v), 6) for d in metrics for k, v in d.items()}
-    if cfg.model.kind == "verifier":
-        meta["threshold"] = float(module.threshold)
-        flat = {"threshold": meta["threshold"], **{f"{s}/{k}": v for s, r in module.reports.items()
-                                                    for k, v in r.items()}}
-    meta.update(domain=domain.name, tokenizer=tokenizer_kind(tokenizer), metrics=flat,
-                config=resolved, best_checkpoint=best)
-    export = save_export(out_dir / "export", module.model, tokenizer, meta, data_dir / "domain.pddl")
-    results = {"kind": cfg.model.kind, "export": str(export), "fit_wall_s": round(fit_s, 2),
-               "train_tokens": throughput.tokens * trainer.world_size,
-               "tokens_per_s": round(throughput.tokens_per_s * trainer.world_size, 1),
-               "global_step": trainer.global_step, "epochs": trainer.current_epoch,
-               "resumed_from_step": resumed_from, "metrics": flat,
-               "train_examples": getattr(dm, "train_counts", None)}
-    (out_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-    print(f"[train] {cfg.model.kind}: {trainer.global_step} steps in {fit_s:.1f}s, "
-          f"{results['tokens_per_s']:.0f} tokens/s; export: {export}", flush=True)
-    print("[train] " + json.dumps(flat), flush=True)
-    return results
+    return train(train_spec(cfg))
 
 
 @hydra_errors("train")

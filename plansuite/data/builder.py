@@ -18,8 +18,8 @@ Output directory (written to a temp dir, then renamed — never half-written)::
 "action": str, "kind": "positive"|"random"|"hard", "label": 0|1, "applicable": bool}``: ``label``
 is the paper's label (random negatives are labelled 0 even when applicable), ``applicable`` the
 simulator's truth (the ``relabel`` recipe trains on it). Each transition has one positive, one
-random negative (uniform over the ground actions on the state's objects, except the positive) and
-at most one hard negative (uniform over the inapplicable actions of the positive's schema).
+random negative and at most one hard negative, made by
+:func:`plansuite.data.verifier_recipes.verifier_rows`.
 ``instances.jsonl``: ``{"id": "p0000", "objects": int, "init": [atom], "goal": [atom],
 "walk_len": int, "goal_step": int, "walk_plan": [action]}``: the instance's goal is the state after
 ``goal_step`` steps of a ``walk_len``-step random walk (``goal_step`` is in the walk's second
@@ -33,7 +33,6 @@ written instances are checked once more before the directory is published.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import math
 import multiprocessing
@@ -47,11 +46,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from plansuite.data.load import pair_key
 from plansuite.data.shortest import SHORTEST_FILE, ShortestPaths, drop_leaked
+from plansuite.data.verifier_recipes import verifier_rows
 from plansuite.domains import StateSampler
 from plansuite.errors import ConfigError
+from plansuite.jsonl import iter_jsonl
 from plansuite.pddl.model import Atom, Domain, Problem, atom_text, problem_to_pddl
-from plansuite.pddl.simulator import GroundTask, TaskCache
+from plansuite.pddl.simulator import TaskCache
 
 SCHEMA_VERSION = 1
 
@@ -83,12 +85,6 @@ class DatasetSpec:
                                 "test_max_walk_len", "chunk_size")
             if not isinstance(value, int) or isinstance(value, bool) or value < int(positive):
                 raise ConfigError(f"dataset.{name}={value!r}: must be an integer >= {int(positive)}")
-
-
-def pair_key(state: list[str], goal: list[str]) -> bytes:
-    """Digest of a (state, goal) prompt, for the leakage check."""
-    text = "\n".join(state) + "\x00" + "\n".join(goal)
-    return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
 # ---- walks (run in worker processes) --------------------------------------------------------
@@ -126,7 +122,7 @@ def _walk_chunk(job: tuple[int, str, int, int, int, int, bool]):
             # Serialised here, in parallel; the parent only prefixes the global trajectory id.
             traj_lines.append(_dumps({"objects": objects, "goal": goal, "states": states,
                                       "actions": [task.actions[a] for a in walk.actions]}))
-            ver_lines.append(_verifier_rows(task, walk, rng, stats))
+            ver_lines.append(verifier_rows(task, walk, rng, stats))
             if shortest is not None:  # draws nothing from rng: the walks stay the paper's
                 short = shortest.shorten(task, walk, stats)
                 short_lines.append(_dumps({"objects": objects, "goal": goal,
@@ -136,60 +132,6 @@ def _walk_chunk(job: tuple[int, str, int, int, int, int, bool]):
             if want_keys:
                 keys.extend(pair_key(s, goal) for s in states[:-1])
     return traj_lines, ver_lines, short_lines, keys, stats
-
-
-def _verifier_rows(task: GroundTask, walk, rng: random.Random, stats: Counter) -> list[str]:
-    """The verifier examples of one walk, as JSON lines without their ``traj`` field."""
-    rows = []
-    n_actions = len(task.actions)
-    for step, (state, pos) in enumerate(zip(walk.states, walk.actions, strict=False)):
-        rows.append(_verifier_line(step, task.actions[pos], "positive", 1, True))
-        if n_actions > 1:
-            neg = rng.randrange(n_actions - 1)
-            neg += neg >= pos  # uniform over every ground action except the positive one
-            applicable = task.is_applicable(state, neg)
-            stats["random_negatives"] += 1
-            stats["random_negatives_applicable"] += applicable
-            rows.append(_verifier_line(step, task.actions[neg], "random", 0, applicable))
-        hard = _hard_negative(task, state, pos, rng)
-        if hard is not None:
-            stats["hard_negatives"] += 1
-            rows.append(_verifier_line(step, task.actions[hard], "hard", 0, False))
-    return rows
-
-
-def _verifier_line(step: int, action: str, kind: str, label: int, applicable: bool) -> str:
-    """``_dumps`` of one verifier row, written out by hand: ~2 million per paper-scale build.
-
-    >>> line = _verifier_line(3, "(pickup b1)", "random", 0, True)
-    >>> line == _dumps({"step": 3, "action": "(pickup b1)", "kind": "random", "label": 0,
-    ...                 "applicable": True})
-    True
-    """
-    return (f'{{"action":{json.dumps(action)},"applicable":{"true" if applicable else "false"},'
-            f'"kind":"{kind}","label":{label},"step":{step}}}')
-
-
-def _hard_negative(task: GroundTask, state: int, pos: int, rng: random.Random) -> int | None:
-    """Uniform among the inapplicable actions of ``pos``'s schema (``None`` if there is none).
-
-    Rejection sampling first (most same-schema actions are inapplicable), the full list only when
-    that keeps failing: both give the same uniform distribution.
-    """
-    same = _same_schema(task, task.actions[pos].split()[0])
-    for _ in range(16):
-        a = same[rng.randrange(len(same))]
-        if a != pos and not task.is_applicable(state, a):
-            return a
-    options = [a for a in same if a != pos and not task.is_applicable(state, a)]
-    return rng.choice(options) if options else None
-
-
-def _same_schema(task: GroundTask, schema: str) -> list[int]:
-    cache = task.__dict__.setdefault("_by_schema", {})
-    if schema not in cache:
-        cache[schema] = [i for i, a in enumerate(task.actions) if a.split()[0] == schema]
-    return cache[schema]
 
 
 # ---- the whole build ------------------------------------------------------------------------
@@ -378,6 +320,15 @@ def _write_instances(folder: Path, split: str, n: int, spec: DatasetSpec, domain
     return leaked
 
 
+def write_instances(folder: Path, split: str, n: int, spec: DatasetSpec, domain: Domain,
+                    sampler: StateSampler, seed: int, exclude: set[bytes]) -> None:
+    """``n`` instances in ``folder``, drawn exactly as the builder draws its test instances but
+    from the random stream ``"<seed>/<split>"``, skipping every (init, goal) pair in ``exclude``
+    (:func:`pair_key`); the folder has a dataset's ``test/`` layout."""
+    _init_worker(domain, sampler)
+    _write_instances(folder, split, n, spec, domain, seed, set(), set(exclude))
+
+
 def _instance_pairs(folder: Path) -> Iterator[tuple[list[str], list[str]]]:
     for row in iter_jsonl(folder / "instances.jsonl"):
         yield row["init"], row["goal"]
@@ -395,11 +346,4 @@ def _write_json(path: Path, obj) -> None:
     path.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
-def iter_jsonl(path: str | Path) -> Iterator[dict]:
-    with open(path) as f:
-        for line in f:
-            if line.strip():
-                yield json.loads(line)
-
-
-__all__ = ["DatasetSpec", "atom_text", "build_dataset", "iter_jsonl", "pair_key"]
+__all__ = ["DatasetSpec", "atom_text", "build_dataset", "write_instances"]

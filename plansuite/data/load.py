@@ -1,18 +1,19 @@
-"""Reading a dataset directory written by :mod:`plansuite.data.builder`, and instance folders."""
+"""Reading a dataset directory written by :mod:`plansuite.data.builder`, and instance folders.
+
+Verifier examples are read by their recipe: :mod:`plansuite.data.verifier_recipes`.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from plansuite.data.builder import iter_jsonl
-from plansuite.data.shortest import SHORTEST_FILE
 from plansuite.errors import ConfigError
+from plansuite.jsonl import iter_jsonl
 from plansuite.pddl.codec import format_completion, format_prompt
 from plansuite.pddl.model import Domain, Problem
-
-VERIFIER_RECIPES = ("random", "relabel", "hard")
 
 
 @dataclass(frozen=True)
@@ -35,23 +36,16 @@ class TransitionRecord:
 
 
 @dataclass(frozen=True)
-class VerifierExample:
-    traj: int
-    step: int
-    objects: dict[str, str]
-    goal: tuple[str, ...]
-    state: tuple[str, ...]
-    action: str
-    label: int  # the training label under the chosen recipe
-    applicable: bool  # the simulator's truth
-    kind: str  # positive | random | hard
-
-
-@dataclass(frozen=True)
 class Instance:
     id: str
     path: Path
     problem: Problem
+
+
+def pair_key(state: list[str], goal: list[str]) -> bytes:
+    """Digest of a (state, goal) prompt, for the leakage check."""
+    text = "\n".join(state) + "\x00" + "\n".join(goal)
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
 def load_manifest(data_dir: str | Path) -> dict:
@@ -62,7 +56,7 @@ def load_manifest(data_dir: str | Path) -> dict:
     return json.loads(path.read_text())
 
 
-def _split_file(data_dir: str | Path, split: str, name: str) -> Path:
+def split_file(data_dir: str | Path, split: str, name: str) -> Path:
     load_manifest(data_dir)
     path = Path(data_dir) / split / name
     if not path.is_file():
@@ -71,7 +65,7 @@ def _split_file(data_dir: str | Path, split: str, name: str) -> Path:
 
 
 def load_trajectories(data_dir: str | Path, split: str) -> list[dict]:
-    return list(iter_jsonl(_split_file(data_dir, split, "trajectories.jsonl")))
+    return list(iter_jsonl(split_file(data_dir, split, "trajectories.jsonl")))
 
 
 def transitions_of(traj: dict) -> list[TransitionRecord]:
@@ -80,6 +74,7 @@ def transitions_of(traj: dict) -> list[TransitionRecord]:
                              tuple(states[i + 1])) for i, a in enumerate(traj["actions"])]
 
 
+SHORTEST_FILE = "shortest.jsonl"  # beside trajectories.jsonl: plansuite/data/shortest.py
 TRAJECTORY_FILES = {"walk": "trajectories.jsonl", "shortest": SHORTEST_FILE}
 
 
@@ -95,37 +90,10 @@ def load_transitions(data_dir: str | Path, split: str, limit: int | None = None,
         raise ConfigError(f"{data_dir}: has no {split}/{name}; build the dataset with "
                           "dataset.shortest_paths=true")
     out: list[TransitionRecord] = []
-    for traj in iter_jsonl(_split_file(data_dir, split, name)):
+    for traj in iter_jsonl(split_file(data_dir, split, name)):
         out.extend(transitions_of(traj))
         if limit is not None and len(out) >= limit:
             return out[:limit]
-    return out
-
-
-def load_verifier_examples(data_dir: str | Path, split: str, recipe: str = "random",
-                           limit: int | None = None) -> list[VerifierExample]:
-    """Positives plus the recipe's negatives.
-
-    ``random``: the paper's random negatives, labelled 0 even when applicable (noisy);
-    ``relabel``: the same negatives labelled by the simulator; ``hard``: inapplicable actions of
-    the positive's schema over other objects.
-    """
-    if recipe not in VERIFIER_RECIPES:
-        raise ConfigError(f"verifier recipe '{recipe}': unknown (choose from "
-                          f"{', '.join(VERIFIER_RECIPES)}, or onpolicy in training)")
-    trajs = {t["id"]: t for t in load_trajectories(data_dir, split)}
-    want = {"random": "random", "relabel": "random", "hard": "hard"}[recipe]
-    out: list[VerifierExample] = []
-    for row in iter_jsonl(_split_file(data_dir, split, "verifier.jsonl")):
-        if row["kind"] not in ("positive", want):
-            continue
-        traj = trajs[row["traj"]]
-        label = int(row["applicable"]) if recipe == "relabel" else row["label"]
-        out.append(VerifierExample(row["traj"], row["step"], traj["objects"], tuple(traj["goal"]),
-                                   tuple(traj["states"][row["step"]]), row["action"], label,
-                                   row["applicable"], row["kind"]))
-        if limit is not None and len(out) >= limit:
-            break
     return out
 
 
@@ -154,7 +122,6 @@ def load_instances(folder: str | Path, domain: Domain, limit: int | None = None)
 def leaked_instances(data_dir: str | Path, split: str = "test") -> list[str]:
     """Ids of the ``split`` instances whose (init, goal) is the (state, goal) prompt of a training
     transition, recomputed from the files alone (the builder resamples these: expect ``[]``)."""
-    from plansuite.data.builder import pair_key
     from plansuite.pddl.model import atom_text
     from plansuite.pddl.parse import load_domain
 

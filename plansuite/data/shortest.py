@@ -27,11 +27,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from plansuite.data.explorer import Walk
+from plansuite.data.load import SHORTEST_FILE, pair_key
 from plansuite.errors import ConfigError
 from plansuite.pddl.model import Domain, Problem, problem_to_pddl
 from plansuite.pddl.simulator import GroundTask
-
-SHORTEST_FILE = "shortest.jsonl"  # beside trajectories.jsonl, same schema and ids
 
 
 @contextlib.contextmanager
@@ -115,8 +114,6 @@ def drop_leaked(path: Path, instance_keys: set[bytes]) -> int:
     """Remove from ``path`` (a ``shortest.jsonl``) every path with a ``(state, goal)`` prompt in
     ``instance_keys``; return how many were removed. The walks' own prompts were already kept
     apart from the instances when those were drawn; a shorter path can visit other states."""
-    from plansuite.data.builder import pair_key
-
     kept, dropped = [], 0
     with open(path) as f:
         for line in f:

@@ -1,18 +1,21 @@
 """Built-in domains (PDDL files shipped with the package) and their initial-state samplers.
 
-A sampler is any object with ``sample(rng) -> (objects, init_atoms)``; Hydra configs under
-``conf/domain/`` choose one with ``_target_``. Any other STRIPS domain works with a domain file
+A sampler is any object with ``sample(rng) -> (objects, init_atoms)``; configs under
+``conf/domain/`` choose one with ``_target_`` (:func:`state_sampler`). Any other STRIPS domain works with a domain file
 and :class:`~plansuite.domains.folder.FolderStates` over a folder of problem files.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
+import inspect
 import random
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
-from plansuite.errors import ConfigError
+from plansuite.errors import ConfigError, PlansuiteError
 from plansuite.pddl.model import Atom, Domain
 
 BUILTIN_DIR = Path(__file__).parent
@@ -42,3 +45,24 @@ def load_builtin(name: str) -> Domain:
     from plansuite.pddl.parse import load_domain
 
     return load_domain(builtin_path(name))
+
+
+def state_sampler(states: Mapping[str, Any], domain: Domain) -> StateSampler:
+    """A config's ``domain.states`` (``_target_`` class and its keywords) as a sampler.
+
+    A sampler that takes a ``domain`` keyword (one reading problem files) gets the parsed
+    domain. A bad setting is one ConfigError naming ``domain.states``, not a traceback.
+    """
+    settings = dict(states)
+    target = str(settings.pop("_target_", ""))
+    try:
+        module, _, name = target.rpartition(".")
+        sampler_class = getattr(importlib.import_module(module), name)
+        if "domain" in inspect.signature(sampler_class).parameters:
+            settings["domain"] = domain
+        return sampler_class(**settings)
+    except PlansuiteError:
+        raise
+    except Exception as exc:
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"domain.states ({target}): {detail}") from exc

@@ -10,7 +10,7 @@ An export loads with ``AutoModelForCausalLM`` / ``AutoModelForSequenceClassifica
      "labels": ["match", ...] (critic), "config": {the resolved training config}}
 
 ``problem_generator`` (NL→PDDL, description -> problem) and ``critic`` (description/problem
-mismatch classifier) are the :mod:`plansuite.nl2pddl` models; see :mod:`plansuite.models.nl2pddl`.
+mismatch classifier) are the :mod:`plansuite.nl2pddl` models; see :mod:`plansuite.nl2pddl.learned`.
 """
 
 from __future__ import annotations

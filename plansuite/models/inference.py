@@ -19,7 +19,7 @@ training completion), clipped to the model's context.
 Verifier::
 
     scorer = VerifierScorer.from_export("V/export", device="cpu")
-    text = scorer.input_text(state_atoms, action, next_state_atoms)  # via codec.format_verifier_input
+    text = scorer.input_text(state_atoms, action, next_state_atoms)  # via verifier_recipes.verifier_input
     probs = scorer.score([text, ...])      # P(step is valid), batched
     accept = probs[0] >= scorer.threshold  # threshold calibrated on validation data
     scorer.input_kind                      # "state_action" or "state_action_next"
@@ -39,12 +39,10 @@ from pathlib import Path
 import torch
 from transformers import GPT2LMHeadModel, PreTrainedModel, PreTrainedTokenizerBase
 
+from plansuite.data.verifier_recipes import INPUT_KINDS, verifier_input
 from plansuite.errors import ConfigError
 from plansuite.models.export import load_export
 from plansuite.models.tokenizer import decode, encode, pad_ids, stop_token_ids
-from plansuite.pddl.codec import format_verifier_input
-
-INPUT_KINDS = ("state_action", "state_action_next")
 
 
 @dataclass(frozen=True)
@@ -215,11 +213,7 @@ class VerifierScorer:
     def input_text(self, state: Iterable[str], action: str,
                    next_state: Iterable[str] | None = None) -> str:
         """The text this verifier scores for a step (the next state only if it reads one)."""
-        if self.input_kind == "state_action_next":
-            if next_state is None:
-                raise ConfigError("this verifier reads (state, action, next state): next_state is required")
-            return format_verifier_input(state, action, next_state)
-        return format_verifier_input(state, action)
+        return verifier_input(self.input_kind, state, action, next_state)
 
     def score(self, texts: list[str]) -> list[float]:
         ids = encode(self.tokenizer, texts)

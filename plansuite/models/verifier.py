@@ -11,8 +11,8 @@ import lightning as L
 import torch
 from torchmetrics import CatMetric
 
-from plansuite.models.metrics import binary_report, calibrate_threshold
 from plansuite.models.optim import OptimConfig, adamw_with_warmup
+from plansuite.models.verifier_metrics import binary_report, calibrate_threshold
 
 
 class VerifierModule(L.LightningModule):

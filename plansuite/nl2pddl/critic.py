@@ -1,7 +1,7 @@
 """The critic check: does a candidate problem say what the description says?
 
 A critic is anything with ``judge(description, problem_text) -> CriticVerdict``. The learned
-critic (:class:`plansuite.models.nl2pddl.LearnedCritic`, ``critic=learned``) is a sequence
+critic (:class:`plansuite.nl2pddl.learned.LearnedCritic`, ``critic=learned``) is a sequence
 classifier over :func:`critic_input` with the labels :data:`CRITIC_LABELS`, trained on the
 corruptions of :mod:`plansuite.nl2pddl.corrupt` (``plansuite-train model=critic``);
 :func:`critic_report` scores any critic's labels (``plansuite-nl2pddl task=critic``).

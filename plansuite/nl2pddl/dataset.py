@@ -29,8 +29,8 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from plansuite.data.builder import iter_jsonl
 from plansuite.errors import ConfigError
+from plansuite.jsonl import iter_jsonl
 from plansuite.nl2pddl import corrupt as corruptions
 from plansuite.nl2pddl import scenes
 from plansuite.nl2pddl.critic import critic_input

@@ -19,13 +19,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from plansuite.data.builder import iter_jsonl
 from plansuite.errors import ConfigError
-from plansuite.nl2pddl.checks import OperationalChecker
+from plansuite.jsonl import iter_jsonl
 from plansuite.nl2pddl.dataset import Pair
 from plansuite.nl2pddl.generators import ProblemGenerator
-from plansuite.nl2pddl.metrics import gap_table, round_metrics, score_attempt
+from plansuite.nl2pddl.problem_checks import OperationalChecker
 from plansuite.nl2pddl.repair import repair
+from plansuite.nl2pddl.round_metrics import gap_table, round_metrics, score_attempt
 from plansuite.pddl.model import Domain
 from plansuite.pddl.parse import parse_problem
 

@@ -11,7 +11,7 @@ instruction for a chat model. Backends must not raise on bad model output (the c
 it); they raise :class:`BackendError` only when the backend itself fails (unreachable server).
 
 Backends are a config group: ``backend=local`` (the default: a ``problem_generator`` export,
-:class:`plansuite.models.nl2pddl.LocalGenerator`, which answers feedback by resampling from the
+:class:`plansuite.nl2pddl.learned.LocalGenerator`, which answers feedback by resampling from the
 earliest section the diagnostics point at, :func:`resample_from`) or ``backend=openai``. Plugging
 a served LLM in is configuration only, e.g. a vLLM / llama.cpp / OpenAI endpoint::
 

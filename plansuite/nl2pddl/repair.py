@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from plansuite.nl2pddl.checks import CheckReport, OperationalChecker
 from plansuite.nl2pddl.generators import Feedback, ProblemGenerator
+from plansuite.nl2pddl.problem_checks import CheckReport, OperationalChecker
 from plansuite.pddl.checks import Diagnostic
 
 STOP_RULES = ("success", "unchanged", "no-feedback", "max-attempts")

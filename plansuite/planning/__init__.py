@@ -61,35 +61,38 @@ Judging (the symbolic side only; :mod:`plansuite.planning.outcomes`)
 
 Calls
     ``generator`` = completions requested, ``tokens`` = new tokens generated, ``verifier`` =
-    (state, action) items scored. The batched engine and the sequential reference make exactly
-    the same calls. Every loop stops after ``budget`` generator calls per instance (default
-    ``k * max_steps``, which k attempts never exceed), ending the attempt in progress as
-    ``budget``. ``calls_to_success`` in ``instances.jsonl`` is the number of generator calls
+    (state, action) items scored. The batched engine makes exactly the same calls at every batch
+    size (``engine=sequential`` is batch size 1). Every loop stops after ``budget`` generator
+    calls per instance (default ``k * max_steps``, which k attempts never exceed), ending the
+    attempt in progress as ``budget``. ``calls_to_success`` in ``instances.jsonl`` is the number of generator calls
     made when a successful plan was proposed; since no loop's requests depend on the budget
     left, GRR at any smaller budget B is the fraction with ``calls_to_success <= B``
     (:mod:`plansuite.planning.budget`: GRR-vs-calls curves and paired comparisons).
 
-Adding a loop (e.g. AdaPlanner-style ``refine_resume``)
-    Write one module ``plansuite/planning/<name>.py`` holding (1) the coroutine
-    ``loop(ctx, spec)``: it yields :class:`~.loops.Need` batches built with
-    ``ctx.gen_request(state, key, ...)`` (any key tuple, e.g. ``(attempt, step, try)``, gets its
-    own seed; a per-request temperature allows heating up on retries) and
-    ``ctx.verify_request(step)``, decodes answers with ``episode.decode_step``, may consult
-    ``ctx.task`` directly for environment feedback (no Need: the simulator is not a model), and
-    returns an ``EpisodeResult`` whose ``plan`` is the list of steps it proposes (judged from s0 as
-    above); (2) its plain twin ``reference(ctx, spec, model)`` calling
-    ``model.generate``/``model.verify`` (:class:`~.reference.SequentialModel`). Register them as
-    ``loops.LOOPS[name] = LoopDef(loop, "optional")`` (``environment=True`` if it
-    implements ``feedback: environment``) and ``reference.REFERENCE[name] = reference``
-    (import the module in this ``__init__`` so the registration always runs), add its settings
-    as fields of :class:`~.loops.PlannerSpec` and a ``conf/planner/<name>.yaml``. The engine,
-    journal, judging, VAL, metrics and ``plansuite-eval`` need no change; the ``plan_both``
-    helper of ``tests/test_planning_loops.py`` shows how to pin its semantics on both.
+Adding a loop (e.g. AdaPlanner-style ``refine_resume``): one module and one config file
+    1. A module (anywhere importable, e.g. ``plansuite/planning/<name>.py``) holding the
+       coroutine ``loop(ctx, spec)``: it yields :class:`~.loops.Need` batches built with
+       ``ctx.gen_request(state, key, ...)`` (any key tuple, e.g. ``(attempt, step, try)``, gets
+       its own seed; a per-request temperature allows heating up on retries) and
+       ``ctx.verify_request(step)``, decodes answers with ``episode.decode_step``, may consult
+       ``ctx.task`` directly for environment feedback (no Need: the simulator is not a model),
+       and returns an ``EpisodeResult`` whose ``plan`` is the list of steps it proposes (judged
+       from s0 as above; :func:`~.loops.give_up` when nothing is accepted). If the loop has
+       settings of its own, a frozen dataclass subclassing :class:`~.loops.PlannerSpec` holds
+       them (its ``check`` validates them; ``environment_feedback()`` says when the simulator,
+       not a verifier, is the feedback). The module ends with
+       ``LOOP = LoopDef(loop, "required" | "forbidden" | "optional", SpecClass)``.
+    2. ``conf/planner/<name>.yaml``: the shared settings, the loop's own, and ``loop:`` the
+       module's import path (e.g. ``plansuite.planning.<name>``).
+    The engine, journal, judging, VAL, metrics and ``plansuite-eval`` need no change.
+    ``tests/toy_loop.py`` and ``tests/test_planning_toy_loop.py`` add a loop exactly so;
+    ``tests/test_planning_loops.py``'s ``plan_both`` pins a loop's semantics, batched and
+    sequentially (batch size 1).
 """
 
 from plansuite.planning import refine as refine  # registers the refine_resume loop
 from plansuite.planning.episode import Attempt, End, EpisodeResult, InstanceContext, StepRecord
-from plansuite.planning.loops import LOOPS, Need, PlannerSpec
+from plansuite.planning.loops import LOOPS, LoopDef, Need, PlannerSpec, give_up
 from plansuite.planning.outcomes import Outcome, judge_plan
 from plansuite.planning.protocols import (
     Generator,
@@ -102,6 +105,6 @@ from plansuite.planning.protocols import (
 
 __all__ = [
     "LOOPS", "Attempt", "End", "EpisodeResult", "GenRequest", "Generator", "InstanceContext",
-    "Need", "Outcome", "PlannerSpec", "Proposal", "Score", "StepRecord", "Verifier",
-    "VerifyRequest", "judge_plan",
+    "LoopDef", "Need", "Outcome", "PlannerSpec", "Proposal", "Score", "StepRecord", "Verifier",
+    "VerifyRequest", "give_up", "judge_plan",
 ]

@@ -14,8 +14,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from plansuite.data.verifier_recipes import verifier_input
 from plansuite.errors import ConfigError, PlansuiteError
-from plansuite.pddl.codec import format_verifier_input
 from plansuite.planning.baselines import (
     OracleVerifier,
     RandomApplicableGenerator,
@@ -62,9 +62,7 @@ class ModelVerifier:
         self.input_kind = scorer.input_kind
 
     def score(self, requests: Sequence[VerifyRequest]) -> list[float]:
-        with_next = self.input_kind == "state_action_next"
-        texts = [format_verifier_input(r.state, r.action, r.next_state if with_next else None)
-                 for r in requests]
+        texts = [verifier_input(self.input_kind, r.state, r.action, r.next_state) for r in requests]
         return [float(v) for v in self.scorer.score(texts)]
 
 

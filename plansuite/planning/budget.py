@@ -12,7 +12,7 @@ budget gets a paired interval (:func:`~.metrics.paired_difference`).
 ``python -m plansuite.planning.budget RUN_DIR... [--budgets 10,20,40] [--baseline NAME]``
 prints the table for any set of ``plansuite-eval`` output folders;
 ``conf/experiment/adaplanner_sample_efficiency.yaml`` writes it at the end of its sweep
-(:class:`SampleEfficiencyCallback`).
+(:class:`plansuite.cli.sweep_callbacks.SampleEfficiencyCallback`).
 """
 
 from __future__ import annotations
@@ -23,10 +23,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hydra.experimental.callback import Callback
-
 from plansuite.errors import ConfigError
 from plansuite.planning.metrics import paired_difference, rate, wilson_interval
+from plansuite.report.tables import sample_efficiency_table
 
 
 def calls_to_success(record: Mapping) -> int | None:
@@ -159,25 +158,6 @@ def compare_runs(runs: Sequence[Mapping], budgets: Sequence[int] | None = None,
     return report
 
 
-def format_report(report: Mapping) -> str:
-    """Markdown: GRR [95 % CI] per setting and budget, then the paired differences."""
-    budgets = report["budgets"]
-    lines = ["| setting | feedback | seeds | n | " + " | ".join(f"GRR@{b}" for b in budgets) + " |",
-             "|---" * (4 + len(budgets)) + "|"]
-    for name, s in report["settings"].items():
-        cells = [f"{p['grr']:.3f} [{p['grr_ci'][0]:.3f}, {p['grr_ci'][1]:.3f}]" for p in s["curve"]]
-        lines.append(f"| {name} | {s['feedback']} | {len(s['seeds'])} | {s['n']} | "
-                     + " | ".join(cells) + " |")
-    for name, rows in report["versus_baseline"].items():
-        lines += ["", f"{name} minus {report['baseline']} (paired on {rows[0]['n']} seed x "
-                      "instance items; Newcombe 95 % CI):", "",
-                  "| budget | delta | 95 % CI | only this | only baseline |",
-                  "|---|---|---|---|---|"]
-        lines += [f"| {r['budget']} | {r['delta']:+.3f} | [{r['delta_ci'][0]:+.3f}, "
-                  f"{r['delta_ci'][1]:+.3f}] | {r['a_only']} | {r['b_only']} |" for r in rows]
-    return "\n".join(lines)
-
-
 def write_report(runs_root: str | Path, budgets: Sequence[int] | None = None,
                  baseline: str | None = None, out: str | Path | None = None) -> dict:
     """Compare every finished run under ``runs_root``; write ``sample_efficiency.{json,md}``."""
@@ -187,26 +167,8 @@ def write_report(runs_root: str | Path, budgets: Sequence[int] | None = None,
     target = Path(out) if out else root
     target.mkdir(parents=True, exist_ok=True)
     (target / "sample_efficiency.json").write_text(json.dumps(report, indent=2) + "\n")
-    (target / "sample_efficiency.md").write_text(format_report(report) + "\n")
+    (target / "sample_efficiency.md").write_text(sample_efficiency_table(report) + "\n")
     return report
-
-
-class SampleEfficiencyCallback(Callback):
-    """At the end of a ``-m`` sweep, compare the runs under the sweep folder."""
-
-    def __init__(self, budgets: Sequence[int] | None = None, baseline: str | None = None):
-        self.budgets = list(budgets) if budgets else None
-        self.baseline = baseline
-
-    def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
-        root = Path(str(config.hydra.sweep.dir))
-        try:
-            report = write_report(root, self.budgets, self.baseline)
-        except ConfigError as exc:  # e.g. some job failed: the runs are kept, say why
-            print(f"[sample-efficiency] not written: {exc}")
-            return
-        print(format_report(report))
-        print(f"[sample-efficiency] wrote {root / 'sample_efficiency.md'}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -222,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         report = compare_runs([load_run(d) for d in args.runs], budgets, args.baseline)
     except (ConfigError, ValueError) as exc:
         raise SystemExit(f"error: {exc}") from None
-    print(format_report(report))
+    print(sample_efficiency_table(report))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
 

@@ -5,8 +5,9 @@ A round gathers every live instance waiting on the generator into one ``propose`
 model's batched, KV-cached ``generate``), hands each instance its answer, then does the same for
 the verifier. An instance that finishes frees its slot for the next instance; a rejected attempt
 simply continues its coroutine with the next attempt's first request. Which requests are made
-does not depend on the batching, so outcomes and call counts equal the sequential reference's
-(:mod:`.reference`), given a generator whose sampling is seeded per request.
+does not depend on the batching, so outcomes and call counts are the same at every batch size,
+given a generator whose sampling is seeded per request: :func:`run_sequential` (batch size 1,
+one instance and one request at a time) is the plain reading the tests hold the engine to.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 
 from plansuite.planning.episode import EpisodeResult, InstanceContext
-from plansuite.planning.loops import GENERATE, LOOPS, VERIFY, Need, PlannerSpec
+from plansuite.planning.loops import GENERATE, VERIFY, Need, PlannerSpec, loop_def
 from plansuite.planning.protocols import Generator, Verifier, propose_batch, score_batch
 
 
@@ -24,7 +25,7 @@ class Episode:
 
     def __init__(self, ctx: InstanceContext, spec: PlannerSpec):
         self.ctx = ctx
-        self._loop = LOOPS[spec.loop].run(ctx, spec)
+        self._loop = loop_def(spec.loop).run(ctx, spec)
         self.need: Need | None = None
         self.result: EpisodeResult | None = None
         self.generator_calls = self.verifier_calls = self.tokens = 0
@@ -103,3 +104,18 @@ def run_batched(contexts: Iterable[InstanceContext], spec: PlannerSpec, generato
                     on_done(episode.ctx, episode.result, episode.elapsed_s)
                 offset += n
             refill()
+
+
+def run_sequential(contexts: Iterable[InstanceContext], spec: PlannerSpec, generator: Generator,
+                   verifier: Verifier | None,
+                   on_done: Callable[[InstanceContext, EpisodeResult, float], None]) -> None:
+    """One instance at a time, one request per model call: the same loops, unbatched."""
+    run_batched(contexts, spec, generator, verifier, on_done, batch_size=1)
+
+
+def plan_instance(ctx: InstanceContext, spec: PlannerSpec, generator: Generator,
+                  verifier: Verifier | None) -> EpisodeResult:
+    """Plan one instance sequentially (tests compare the batched engine with this)."""
+    done: list[EpisodeResult] = []
+    run_sequential([ctx], spec, generator, verifier, lambda _c, result, _t: done.append(result))
+    return done[0]

@@ -31,19 +31,19 @@ from pathlib import Path
 
 from plansuite.data.load import Instance
 from plansuite.errors import ConfigError
+from plansuite.jsonl import write_atomic
 from plansuite.pddl.model import Domain
 from plansuite.pddl.plans import write_plan
 from plansuite.pddl.simulator import GroundTask
 from plansuite.pddl.val import ValidatorTimeout, validate, validate_binary
-from plansuite.planning.engine import run_batched
+from plansuite.planning.engine import run_batched, run_sequential
 from plansuite.planning.episode import EpisodeResult, InstanceContext
-from plansuite.planning.journal import Journal, lock_shard, write_atomic
+from plansuite.planning.journal import Journal, lock_shard
 from plansuite.planning.loops import PlannerSpec, check_verifier, feedback_source
 from plansuite.planning.metrics import summarize
 from plansuite.planning.optimal import OptimalLengths
 from plansuite.planning.outcomes import Outcome, judge_plan, plan_actions
 from plansuite.planning.protocols import Generator, Verifier
-from plansuite.planning.reference import run_sequential
 
 ENGINES = ("batched", "sequential")
 
@@ -52,7 +52,7 @@ ENGINES = ("batched", "sequential")
 class EvalSettings:
     planner: PlannerSpec
     seed: int = 0
-    engine: str = "batched"  # batched | sequential (the reference implementation)
+    engine: str = "batched"  # batched | sequential (one instance and one request at a time)
     batch_size: int = 64
     rank: int = 0
     world: int = 1
@@ -226,21 +226,3 @@ def merge(out_dir: Path, ids: Sequence[str], spec: PlannerSpec, config: dict | N
 
 def write_results(out_dir: Path, results: dict) -> None:
     write_atomic(Path(out_dir) / "results.json", json.dumps(results, indent=2) + "\n")
-
-
-SHORT = {"success": "success", "bad_action": "bad_act", "bad_next_state": "bad_nxt",
-         "unparseable": "unparse", "goal_not_reached": "no_goal", "no_plan": "no_plan"}
-
-
-def table_header() -> str:
-    return (f"{'planner':<30} {'GRR [95% CI]':<21} "
-            + " ".join(f"{SHORT[x.value]:>7}" for x in Outcome) + f" {'gen_calls':>9}")
-
-
-def table_row(name: str, results: dict) -> str:
-    """A Table-1-style line: GRR with its CI, every outcome count, generator calls."""
-    o = results["outcomes"]
-    lo, hi = results["grr_ci"]
-    return (f"{name:<30} {results['grr']:.3f} [{lo:.3f}, {hi:.3f}] "
-            + " ".join(f"{o[x.value]:>7}" for x in Outcome)
-            + f" {results['calls']['generator']:>9}")

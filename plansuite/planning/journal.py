@@ -19,12 +19,7 @@ from pathlib import Path
 from typing import IO
 
 from plansuite.errors import ConfigError
-
-
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+from plansuite.jsonl import write_atomic
 
 
 def lock_shard(out_dir: str | Path, rank: int = 0) -> IO[str]:

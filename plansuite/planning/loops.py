@@ -10,12 +10,14 @@ one instance's algorithm. Semantics: the package docstring.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from plansuite.errors import ConfigError
 from plansuite.planning.episode import Attempt, End, EpisodeResult, InstanceContext, decode_step
+from plansuite.settings import from_mapping
 
 GENERATE, VERIFY = "generate", "verify"
 
@@ -28,10 +30,11 @@ class Need:
 
 @dataclass(frozen=True)
 class PlannerSpec:
-    """One planner configuration (``conf/planner/*.yaml``)."""
+    """The settings every loop shares (``conf/planner/*.yaml``); a loop with settings of its own
+    declares a subclass (e.g. :class:`~.refine.RefineResumeSpec`) as its :attr:`LoopDef.spec`."""
 
     name: str = "generator_verifier"
-    loop: str = "stepwise"  # a key of LOOPS
+    loop: str = "stepwise"  # a key of LOOPS, or the dotted path of a loop module
     k: int = 25  # attempts
     max_steps: int = 40  # L_max
     temperature: float = 1.0
@@ -39,60 +42,31 @@ class PlannerSpec:
     max_new_tokens: int | None = None  # None: the generator's default
     propose_on_failure: Literal["last", "none"] = "none"
     budget: int | None = None  # generator calls per instance; None: k * max_steps (k full attempts)
-    # refine_resume only (plansuite/planning/refine.py):
-    feedback: Literal["verifier", "environment"] = "verifier"  # what accepts or refuses a step
-    reset_after: int | None = 3  # failed tries at one checkpoint before a reset to s0 (None: never)
-    max_failures: int | None = None  # failed tries per instance before giving up (None: no limit)
-    temperature_step: float = 0.0  # added to the temperature per failed try at the checkpoint
-    temperature_max: float = 2.0  # the retry temperature never exceeds this
-    avoid_revisits: bool = False  # refuse a step predicting a state already on the episode's path
 
     @property
     def call_budget(self) -> int:
         """Generator calls one instance may use (every loop stops there)."""
         return self.k * self.max_steps if self.budget is None else self.budget
 
+    def environment_feedback(self) -> bool:
+        """True when the simulator, not a verifier, accepts or refuses steps."""
+        return False
+
+    def check(self) -> None:
+        """One-line errors for bad values (a subclass adds its own after ``super().check()``)."""
+        if self.k < 1 or self.max_steps < 1:
+            raise ConfigError(f"planner {self.name}: k and max_steps must be >= 1")
+        if self.propose_on_failure not in ("last", "none"):
+            raise ConfigError("planner.propose_on_failure: choose 'last' or 'none'")
+        if self.budget is not None and self.budget < 1:
+            raise ConfigError(f"planner.budget={self.budget}: must be >= 1 (or null)")
+
     @classmethod
     def from_dict(cls, values: dict) -> PlannerSpec:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ConfigError(f"planner.{unknown[0]}: unknown planner setting "
-                              f"(known: {', '.join(sorted(known))})")
-        for f in fields(cls):
-            if f.name in values:
-                _check_type(f.name, str(f.type), values[f.name])
-        spec = cls(**values)
-        if spec.loop not in LOOPS:
-            raise ConfigError(f"planner.loop={spec.loop}: unknown loop (choose from "
-                              f"{', '.join(LOOPS)})")
-        if spec.k < 1 or spec.max_steps < 1:
-            raise ConfigError(f"planner {spec.name}: k and max_steps must be >= 1")
-        if spec.propose_on_failure not in ("last", "none"):
-            raise ConfigError("planner.propose_on_failure: choose 'last' or 'none'")
-        for key in ("budget", "reset_after", "max_failures"):
-            if getattr(spec, key) is not None and getattr(spec, key) < 1:
-                raise ConfigError(f"planner.{key}={getattr(spec, key)}: must be >= 1 (or null)")
-        if spec.feedback not in ("verifier", "environment"):
-            raise ConfigError(f"planner.feedback={spec.feedback}: choose verifier or environment")
-        if spec.feedback == "environment" and not LOOPS[spec.loop].environment:
-            raise ConfigError(f"planner.feedback=environment: loop '{spec.loop}' takes feedback "
-                              "from a verifier only (use loop: refine_resume)")
-        if spec.temperature_step < 0:
-            raise ConfigError("planner.temperature_step: must be >= 0")
+        """The spec class of ``values["loop"]``, filled from the resolved ``planner`` group."""
+        spec = from_mapping(loop_def(values.get("loop", cls.loop)).spec, values, "planner")
+        spec.check()
         return spec
-
-
-def _check_type(name: str, annotation: str, value) -> None:
-    """``planner.k=abc`` is one line here, not a TypeError deep in a loop."""
-    if value is None and "None" in annotation:
-        return
-    base = annotation.split("|")[0].strip()
-    numbers = {"int": (int,), "float": (int, float)}.get(base)
-    if numbers and (isinstance(value, bool) or not isinstance(value, numbers)):
-        kind = "an integer" if base == "int" else "a number"
-        raise ConfigError(f"planner.{name}={value!r}: must be {kind}"
-                          + (" (or null)" if "None" in annotation else ""))
 
 
 LoopCoroutine = Generator[Need, list, EpisodeResult]
@@ -167,18 +141,21 @@ def posthoc_at_k(ctx: InstanceContext, spec: PlannerSpec) -> LoopCoroutine:
     return give_up(attempts, spec)
 
 
-def give_up(attempts: list[Attempt], spec: PlannerSpec) -> EpisodeResult:
-    """No attempt was accepted: propose the last one, or nothing (``no_plan``)."""
+def give_up(attempts: list[Attempt], spec: PlannerSpec, last_plan: list | None = None,
+            events: dict[str, int] | None = None) -> EpisodeResult:
+    """No attempt was accepted: propose the last one (``last_plan``, by default its steps) with
+    ``propose_on_failure: last``, or nothing (``no_plan``)."""
     if spec.propose_on_failure == "last" and attempts:
-        return EpisodeResult(attempts, attempts[-1].steps, attempts[-1].index)
-    return EpisodeResult(attempts, None, None)
+        plan = attempts[-1].steps if last_plan is None else last_plan
+        return EpisodeResult(attempts, plan, attempts[-1].index, events=events or {})
+    return EpisodeResult(attempts, None, None, events=events or {})
 
 
 @dataclass(frozen=True)
 class LoopDef:
-    run: Callable[[InstanceContext, PlannerSpec], LoopCoroutine]
-    verifier: Literal["required", "forbidden", "optional"]  # with feedback: verifier
-    environment: bool = False  # accepts feedback: environment (then no verifier)
+    run: Callable[[InstanceContext, Any], LoopCoroutine]
+    verifier: Literal["required", "forbidden", "optional"]  # unless the spec's feedback is the environment
+    spec: type[PlannerSpec] = PlannerSpec  # its settings: PlannerSpec or a subclass with its own
 
 
 LOOPS: dict[str, LoopDef] = {
@@ -188,13 +165,36 @@ LOOPS: dict[str, LoopDef] = {
 }
 
 
+def loop_def(name: str) -> LoopDef:
+    """A built-in loop, or the ``LOOP`` of the module ``name`` (``loop: my_package.my_loop``).
+
+    >>> loop_def("stepwise").verifier
+    'required'
+    >>> loop_def("beam")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    plansuite.errors.ConfigError: planner.loop=beam: unknown loop (choose from sample, stepwise, posthoc, ...)
+    """
+    if name not in LOOPS:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name and (name == exc.name or name.startswith(f"{exc.name}.")):
+                raise ConfigError(f"planner.loop={name}: unknown loop (choose from "
+                                  f"{', '.join(LOOPS)}, or give a module path)") from None
+            raise ConfigError(f"planner.loop={name}: cannot import it ({exc})") from None
+        if not isinstance(getattr(module, "LOOP", None), LoopDef):
+            raise ConfigError(f"planner.loop={name}: the module has no LOOP = LoopDef(...)")
+        LOOPS[name] = module.LOOP
+    return LOOPS[name]
+
+
 def verifier_need(spec: PlannerSpec) -> Literal["required", "forbidden", "optional"]:
-    return "forbidden" if spec.feedback == "environment" else LOOPS[spec.loop].verifier
+    return "forbidden" if spec.environment_feedback() else loop_def(spec.loop).verifier
 
 
 def feedback_source(spec: PlannerSpec) -> Literal["none", "verifier", "environment"]:
     """What accepted or refused steps while planning (stated in results and W&B tags)."""
-    if spec.feedback == "environment":
+    if spec.environment_feedback():
         return "environment"
     return "none" if verifier_need(spec) == "forbidden" else "verifier"
 
@@ -206,7 +206,7 @@ def check_verifier(spec: PlannerSpec, verifier: Any) -> None:
         raise ConfigError(f"planner={spec.name} needs a verifier (verifier=DIR, oracle or "
                           "oracle_action)")
     if need == "forbidden" and verifier is not None:
-        if spec.feedback == "environment":
+        if spec.environment_feedback():
             raise ConfigError(f"planner={spec.name} takes its feedback from the environment; "
                               "set verifier=none")
         raise ConfigError(f"planner={spec.name} uses no verifier; set verifier=none or choose "

@@ -2,7 +2,7 @@
 
 Anything with ``propose(requests) -> list[Proposal]`` is a generator and anything with
 ``score(requests) -> list[float]`` and a ``threshold`` is a verifier: learned models
-(:mod:`.adapters`), the simulator (:mod:`.baselines`) and test scripts (:mod:`.scripted`).
+(:mod:`.adapters`), the simulator (:mod:`.baselines`) and the test doubles of ``tests/scripted.py``.
 Requests carry their instance's ground task so symbolic stand-ins can use it; model adapters
 only read the text fields.
 """

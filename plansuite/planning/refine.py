@@ -60,6 +60,10 @@ instance; ``max_failures: 6`` gives up after 6 failed tries, like its task-level
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
+from plansuite.errors import ConfigError
 from plansuite.pddl.codec import Step
 from plansuite.pddl.judge import StepVerdict, judge_step
 from plansuite.pddl.simulator import GroundTask, Inapplicable
@@ -79,17 +83,44 @@ from plansuite.planning.loops import (
     LoopDef,
     Need,
     PlannerSpec,
+    give_up,
 )
-from plansuite.planning.reference import REFERENCE, SequentialModel
 
 
-def retry_temperature(spec: PlannerSpec, tries: int) -> float:
+@dataclass(frozen=True)
+class RefineResumeSpec(PlannerSpec):
+    """``conf/planner/refine_resume.yaml``: the shared planner settings plus the loop's own."""
+
+    name: str = "refine_resume"
+    loop: str = "refine_resume"
+    feedback: Literal["verifier", "environment"] = "verifier"  # what accepts or refuses a step
+    reset_after: int | None = 3  # failed tries at one checkpoint before a reset to s0 (None: never)
+    max_failures: int | None = None  # failed tries per instance before giving up (None: no limit)
+    temperature_step: float = 0.0  # added to the temperature per failed try at the checkpoint
+    temperature_max: float = 2.0  # the retry temperature never exceeds this
+    avoid_revisits: bool = False  # refuse a step predicting a state already on the episode's path
+
+    def environment_feedback(self) -> bool:
+        return self.feedback == "environment"
+
+    def check(self) -> None:
+        super().check()
+        for key in ("reset_after", "max_failures"):
+            if getattr(self, key) is not None and getattr(self, key) < 1:
+                raise ConfigError(f"planner.{key}={getattr(self, key)}: must be >= 1 (or null)")
+        if self.feedback not in ("verifier", "environment"):
+            raise ConfigError(f"planner.feedback={self.feedback}: choose verifier or environment")
+        if self.temperature_step < 0:
+            raise ConfigError("planner.temperature_step: must be >= 0")
+
+
+def retry_temperature(spec: RefineResumeSpec, tries: int) -> float:
     """The sampling temperature after ``tries`` failed tries at the current checkpoint.
 
-    >>> spec = PlannerSpec(temperature=1.0, temperature_step=0.25, temperature_max=1.6)
+    >>> spec = RefineResumeSpec(temperature=1.0, temperature_step=0.25, temperature_max=1.6)
     >>> [retry_temperature(spec, t) for t in range(4)]
     [1.0, 1.25, 1.5, 1.6]
-    >>> retry_temperature(PlannerSpec(temperature=0.7), 5)  # temperature_step 0: no heating
+    >>> retry_temperature(RefineResumeSpec(temperature=0.7), 5)  # temperature_step 0: no heating
     0.7
     """
     if spec.temperature_step == 0:
@@ -129,21 +160,13 @@ def environment_feedback(task: GroundTask, step: StepRecord) -> StepRecord | Non
     return StepRecord(step.key, step.state, step.text, executed, step.tokens, None, True, step.note)
 
 
-def give_up(attempts: list[Attempt], accepted: list[StepRecord], spec: PlannerSpec,
-            events: dict[str, int]) -> EpisodeResult:
-    """No episode reached the goal: propose the last one's accepted steps, or nothing."""
-    if spec.propose_on_failure == "last" and attempts:
-        return EpisodeResult(attempts, accepted, attempts[-1].index, events=events)
-    return EpisodeResult(attempts, None, None, events=events)
-
-
 def is_revisit(step: StepRecord, init: tuple[str, ...], plan: list[StepRecord]) -> bool:
     """Does the step predict ``init`` or a state the episode's accepted steps already reached?"""
     nxt = step.parsed.next_state
     return nxt == init or any(p.next_state == nxt for p in plan)
 
 
-def new_events(spec: PlannerSpec) -> dict[str, int]:
+def new_events(spec: RefineResumeSpec) -> dict[str, int]:
     events = {"failed_tries": 0, "resets": 0}
     if spec.avoid_revisits:
         events["revisits"] = 0
@@ -152,7 +175,7 @@ def new_events(spec: PlannerSpec) -> dict[str, int]:
     return events
 
 
-def refine_resume(ctx: InstanceContext, spec: PlannerSpec) -> LoopCoroutine:
+def refine_resume(ctx: InstanceContext, spec: RefineResumeSpec) -> LoopCoroutine:
     """The loop of the module docstring, as a coroutine for the batched engine."""
     attempts: list[Attempt] = []
     events = new_events(spec)
@@ -203,59 +226,8 @@ def refine_resume(ctx: InstanceContext, spec: PlannerSpec) -> LoopCoroutine:
             return EpisodeResult(attempts, plan, episode, events=events)
         if end is End.BUDGET or events["failed_tries"] == spec.max_failures:
             break
-    return give_up(attempts, plan, spec, events)
+    return give_up(attempts, spec, plan, events)
 
 
-def refine_reference(ctx: InstanceContext, spec: PlannerSpec,
-                     model: SequentialModel) -> EpisodeResult:
-    """The same loop written plainly, one call at a time (the engine must agree with it)."""
-    attempts: list[Attempt] = []
-    events = new_events(spec)
-    failures, plan = 0, []
-    for episode in range(spec.k):
-        if model.generator_calls == spec.call_budget:
-            break
-        state, plan, trace, tries = ctx.init, [], [], 0
-        while True:
-            if ctx.reached(state):
-                attempts.append(Attempt(episode, trace, End.GOAL))
-                return EpisodeResult(attempts, plan, episode, events=events)
-            if len(plan) == spec.max_steps:
-                attempts.append(Attempt(episode, trace, End.MAX_STEPS))
-                break  # next episode
-            if model.generator_calls == spec.call_budget:
-                attempts.append(Attempt(episode, trace, End.BUDGET))
-                return give_up(attempts, plan, spec, events)
-            key = request_key(episode, len(plan), tries)
-            step = model.generate(state, key, retry_temperature(spec, tries))
-            trace.append(step)
-            executed = None
-            if step.parsed and spec.avoid_revisits and is_revisit(step, ctx.init, plan):
-                step.accepted, step.note = False, "revisit"
-                events["revisits"] += 1
-            elif step.parsed and spec.feedback == "environment":
-                executed = environment_feedback(ctx.task, step)
-                if executed is not None and executed.note:
-                    events["in_plan_mismatches"] += 1
-            elif step.parsed and model.verify([step]):
-                executed = step
-            if executed is not None:  # a new checkpoint
-                plan.append(executed)
-                state = executed.next_state
-                tries = 0
-                continue
-            tries += 1
-            failures += 1
-            events["failed_tries"] = failures
-            if failures == spec.max_failures:
-                attempts.append(Attempt(episode, trace, End.REJECTED))
-                return give_up(attempts, plan, spec, events)
-            if tries == spec.reset_after:
-                events["resets"] += 1
-                attempts.append(Attempt(episode, trace, End.REJECTED))
-                break  # back to s0
-    return give_up(attempts, plan, spec, events)
-
-
-LOOPS["refine_resume"] = LoopDef(refine_resume, "required", environment=True)
-REFERENCE["refine_resume"] = refine_reference
+LOOP = LoopDef(refine_resume, "required", RefineResumeSpec)
+LOOPS["refine_resume"] = LOOP  # built in: conf/planner/refine_resume.yaml says loop: refine_resume

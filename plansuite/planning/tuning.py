@@ -1,8 +1,8 @@
 """Step 2 of a hyper-parameter search: evaluate the best parameters on the test instances.
 
 An Optuna search (``conf/hparams_search/``) chooses parameters on validation instances and
-writes ``optimization_results.yaml`` into its sweep folder. :class:`EvaluateBestOnTest` (a Hydra
-callback of those configs) then runs ``plansuite-eval`` once more, in a fresh process, with the
+writes ``optimization_results.yaml`` into its sweep folder.
+:class:`plansuite.cli.sweep_callbacks.EvaluateBestOnTest` (a Hydra callback of those configs) then runs ``plansuite-eval`` once more, in a fresh process, with the
 search's own command-line overrides, the best parameters, and the test instances. By hand::
 
     python -m plansuite.planning.tuning SWEEP_DIR [TEST_INSTANCES]   # prints the overrides
@@ -10,14 +10,12 @@ search's own command-line overrides, the best parameters, and the test instances
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
-from hydra.experimental.callback import Callback
 
 from plansuite.errors import ConfigError
 
@@ -54,32 +52,6 @@ def best_on_test_overrides(search_overrides: Sequence[str], best: Mapping[str, A
             if _key(o) not in dropped and not _key(o).startswith(SEARCH_ONLY)]
     return [*kept, *(f"{k}={v}" for k, v in best.items()), f"instances={test_instances}",
             f"out_dir={out_dir}"]
-
-
-class EvaluateBestOnTest(Callback):
-    """At the end of the search, ``plansuite-eval`` with the best parameters on ``test_instances``
-    into ``<sweep dir>/test-best`` (nothing when ``test_instances`` is null)."""
-
-    def __init__(self, test_instances: str | None = None):
-        self.test_instances = test_instances
-
-    def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
-        Path(str(config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)  # for sqlite storage
-
-    def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
-        if not self.test_instances:
-            return
-        sweep = Path(str(config.hydra.sweep.dir))
-        best = best_params(sweep)
-        overrides = best_on_test_overrides(list(config.hydra.overrides.task), best, self.test_instances,
-                                           str(sweep / "test-best"))
-        print(f"[tuning] best {best} on the validation instances; test run: "
-              f"plansuite-eval {' '.join(overrides)}", flush=True)
-        done = subprocess.run([sys.executable, "-m", "plansuite.cli.eval", *overrides])
-        if done.returncode != 0:  # SystemExit: Hydra turns callback exceptions into warnings
-            print(f"error: the test run with {best} failed; the search results are in {sweep}; "
-                  f"re-run: plansuite-eval {' '.join(overrides)}", file=sys.stderr, flush=True)
-            raise SystemExit(done.returncode)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -11,6 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from plansuite.planning.budget import grr_at_budgets  # noqa: E402
 from plansuite.report.collect import Row  # noqa: E402
 from plansuite.report.tables import OUTCOMES  # noqa: E402
 
@@ -94,22 +95,6 @@ def calls_per_success(rows: list[Row], out: Path) -> Path:
     return _save(fig, out / "calls_per_success.png")
 
 
-def budget_curve(instances: list[dict], budgets: list[int]) -> list[float]:
-    """GRR if every instance had at most ``b`` generator calls, for each budget ``b``.
-
-    An instance counts as solved at budget b when it succeeded using <= b calls (loops stop at
-    their first accepted plan, so the calls spent are the calls needed).
-
-    >>> budget_curve([{"outcome": "success", "calls": {"generator": 5}},
-    ...               {"outcome": "no_plan", "calls": {"generator": 9}}], [4, 5, 10])
-    [0.0, 0.5, 0.5]
-    """
-    n = len(instances)
-    needed = [i.get("calls_to_success", i["calls"]["generator"]) for i in instances
-              if i["outcome"] == "success"]
-    return [sum(c <= b for c in needed) / n if n else 0.0 for b in budgets]
-
-
 def sample_efficiency(rows: list[Row], out: Path) -> Path | None:
     """GRR against the generator-call budget, from each run's ``instances.jsonl``."""
     curves = {}
@@ -125,7 +110,8 @@ def sample_efficiency(rows: list[Row], out: Path) -> Path | None:
     budgets = sorted({max(1, round(top * f / 40)) for f in range(41)})
     fig, ax = plt.subplots(figsize=(6, 4))
     for label, inst in sorted(curves.items()):
-        ax.plot(budgets, budget_curve(inst, budgets), label=label)
+        points = grr_at_budgets(inst, budgets)
+        ax.plot(budgets, [p["successes"] / p["n"] for p in points], label=label)
     ax.set(xlabel="generator calls per instance (budget)", ylabel="GRR", ylim=(0, 1),
            title="Sample efficiency")
     ax.legend(fontsize=7)

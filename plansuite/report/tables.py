@@ -1,7 +1,16 @@
-"""Markdown/HTML tables over result rows: Table 1 (planners), Table 2 (V_base vs V_generator)."""
+"""Every table the suite prints or writes, in one place.
+
+- Table 1 (planners) and Table 2 (V_base vs V_generator) over result rows, for the report;
+- the one-line-per-run console table of ``plansuite-eval`` (:func:`table_header`, :func:`table_row`);
+- GRR at equal call budgets (:func:`sample_efficiency_table`, :mod:`plansuite.planning.budget`);
+- the skill rounds (:func:`rounds_table`, ``rounds.md`` of :mod:`plansuite.skills.rounds`).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
+from plansuite.planning.outcomes import Outcome
 from plansuite.report.collect import Row
 
 OUTCOMES = ("success", "bad_action", "bad_next_state", "unparseable", "goal_not_reached", "no_plan")
@@ -85,3 +94,71 @@ def table2(rows: list[Row]) -> tuple[list[str], list[list[str]]] | None:
     if not body:
         return None
     return ["planner", "k", "τ", "GRR V_base", "GRR V_generator", "BTR V_base", "BTR V_generator"], body
+
+
+SHORT = {"success": "success", "bad_action": "bad_act", "bad_next_state": "bad_nxt",
+         "unparseable": "unparse", "goal_not_reached": "no_goal", "no_plan": "no_plan"}
+
+
+def table_header() -> str:
+    return (f"{'planner':<30} {'GRR [95% CI]':<21} "
+            + " ".join(f"{SHORT[x.value]:>7}" for x in Outcome) + f" {'gen_calls':>9}")
+
+
+def table_row(name: str, results: dict) -> str:
+    """A Table-1-style line: GRR with its CI, every outcome count, generator calls."""
+    o = results["outcomes"]
+    lo, hi = results["grr_ci"]
+    return (f"{name:<30} {results['grr']:.3f} [{lo:.3f}, {hi:.3f}] "
+            + " ".join(f"{o[x.value]:>7}" for x in Outcome)
+            + f" {results['calls']['generator']:>9}")
+
+
+def sample_efficiency_table(report: Mapping) -> str:
+    """Markdown: GRR [95 % CI] per setting and budget, then the paired differences."""
+    budgets = report["budgets"]
+    lines = ["| setting | feedback | seeds | n | " + " | ".join(f"GRR@{b}" for b in budgets) + " |",
+             "|---" * (4 + len(budgets)) + "|"]
+    for name, s in report["settings"].items():
+        cells = [fmt_ci(p["grr"], p["grr_ci"]) for p in s["curve"]]
+        lines.append(f"| {name} | {s['feedback']} | {len(s['seeds'])} | {s['n']} | "
+                     + " | ".join(cells) + " |")
+    for name, rows in report["versus_baseline"].items():
+        lines += ["", f"{name} minus {report['baseline']} (paired on {rows[0]['n']} seed x "
+                      "instance items; Newcombe 95 % CI):", "",
+                  "| budget | delta | 95 % CI | only this | only baseline |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {r['budget']} | {r['delta']:+.3f} | [{r['delta_ci'][0]:+.3f}, "
+                  f"{r['delta_ci'][1]:+.3f}] | {r['a_only']} | {r['b_only']} |" for r in rows]
+    return "\n".join(lines)
+
+
+def _grr(x: Mapping | None) -> str:
+    return fmt_ci(x["grr"], x["grr_ci"]) if x else "-"
+
+
+def rounds_table(rounds: Sequence[dict]) -> str:
+    """The per-round table (markdown): archive, batch, decision, validation and test GRR.
+
+    >>> row = {"round": 1, "archive": 12, "batch": 12, "accepted": True, "wall_s": 95.0,
+    ...        "val": {"current": {"grr": 0.3, "grr_ci": [0.2, 0.4]},
+    ...                "candidate": {"grr": 0.4, "grr_ci": [0.3, 0.5]}, "delta_ci": [0.01, 0.2]},
+    ...        "test": {"grr": 0.35, "grr_ci": [0.25, 0.45]}}
+    >>> rounds_table([row]).splitlines()[2]
+    '| 1 | 12 | 12 | yes | 0.300 [0.200, 0.400] | 0.400 [0.300, 0.500] | +0.100 [0.010, 0.200] | 0.350 [0.250, 0.450] | 95 |'
+    """
+    head = ("| round | archive | batch | accepted | val GRR in use [95% CI] | val GRR candidate "
+            "| Δ val [95% CI] | test GRR (in use after) | wall s |")
+    lines = [head, "|" + "---|" * 9]
+    for r in rounds:
+        val = r.get("val") or {}
+        cur, cand = val.get("current"), val.get("candidate")
+        delta = "-"
+        if cur and cand:
+            lo, hi = val["delta_ci"]
+            delta = f"{cand['grr'] - cur['grr']:+.3f} [{lo:.3f}, {hi:.3f}]"
+        accepted = {True: "yes", False: "no", None: "-"}[r.get("accepted")]
+        lines.append(f"| {r['round']} | {r['archive']} | {r.get('batch', '-')} | {accepted} | "
+                     f"{_grr(cur)} | {_grr(cand)} | {delta} | {_grr(r.get('test'))} | "
+                     f"{r.get('wall_s', 0):.0f} |")
+    return "\n".join(lines) + "\n"

@@ -13,7 +13,7 @@ Folder (``rollout.instances=DIR``)
 
 Held-out folders are the dataset's ``test/`` and ``val_instances/`` and the folders the rounds
 validate and test on; nothing planned there ever becomes a skill
-(:func:`plansuite.planning.skills.skills_from_records` refuses them too).
+(:func:`plansuite.skills.archive.skills_from_records` refuses them too).
 """
 
 from __future__ import annotations
@@ -24,10 +24,9 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from omegaconf import OmegaConf
-
-from plansuite.data.builder import DatasetSpec, pair_key
+from plansuite.data.builder import DatasetSpec, pair_key, write_instances
 from plansuite.data.load import Instance, load_instances, load_manifest
+from plansuite.domains import StateSampler, state_sampler
 from plansuite.errors import ConfigError
 from plansuite.pddl.model import Domain, Problem, atom_text
 
@@ -61,10 +60,8 @@ def check_rollout_folder(folder: Path, held_out: Sequence[Path], domain: Domain)
     return instances
 
 
-def dataset_sampler(data_dir: Path, domain: Domain):
+def dataset_sampler(data_dir: Path, domain: Domain) -> tuple[DatasetSpec, StateSampler]:
     """(DatasetSpec, state sampler) the dataset was built with, from its ``manifest.json``."""
-    from plansuite.cli.data import _sampler  # the one place a states config becomes a sampler
-
     config = load_manifest(data_dir).get("config") or {}
     states = (config.get("domain") or {}).get("states")
     if not states or "dataset" not in config:
@@ -73,23 +70,19 @@ def dataset_sampler(data_dir: Path, domain: Domain):
                           "problems) instead")
     known = set(DatasetSpec.__dataclass_fields__)
     spec = DatasetSpec(**{k: v for k, v in config["dataset"].items() if k in known})
-    return spec, _sampler(OmegaConf.create(states), domain)
+    return spec, state_sampler(states, domain)
 
 
 def sample_instances(data_dir: Path, out: Path, n: int, seed: int, round_: int, domain: Domain,
                      exclude: set[bytes]) -> list[Instance]:
     """``n`` fresh instances for round ``round_`` in ``out`` (written once, atomically)."""
-    from plansuite.data.builder import _init_worker, _write_instances
-
     if not (out / "instances.jsonl").is_file():
         spec, sampler = dataset_sampler(data_dir, domain)
-        _init_worker(domain, sampler)
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
         try:
-            # ``used`` starts as the held-out pairs: the builder skips any pair already used
-            _write_instances(tmp / "p", f"skills-r{round_:02d}", n, spec, domain, seed, set(),
-                             set(exclude))
+            write_instances(tmp / "p", f"skills-r{round_:02d}", n, spec, domain, sampler, seed,
+                            exclude)
             if out.exists():
                 shutil.rmtree(out)
             os.replace(tmp / "p", out)

@@ -5,13 +5,13 @@ Round 0 evaluates the given generator on the validation and test instances. Roun
 1. **Rollout**: the planner with the generator in use plans the round's training-distribution
    instances (:mod:`plansuite.skills.instances`; planner seed ``rollout_seed + r``).
 2. **Skills**: every successful plan is replayed by the simulator (and VAL) from the true
-   initial state (:func:`plansuite.planning.skills.skills_from_records`); the verified plans not
+   initial state (:func:`plansuite.skills.archive.skills_from_records`); the verified plans not
    in the archive yet are the round's *batch* (``rNN/batch.jsonl``).
 3. **Candidate**: a generator finetuned from the one in use (``finetune.start_from``) on the
    transitions of archive + batch, mixed with the dataset's training transitions
    (``rNN/finetune.jsonl``, ``rNN/candidate/``).
 4. **Filter**: candidate and generator in use plan the validation instances with the same seed;
-   :func:`plansuite.planning.skills.keep_batch` accepts the batch only if validation GRR rises.
+   :func:`plansuite.skills.archive.keep_batch` accepts the batch only if validation GRR rises.
    Accepted: the batch joins the archive (``skills.jsonl``) and the candidate becomes the
    generator in use. Rejected: both are discarded. An empty batch is rejected without training.
 5. **Test**: the generator in use after the round plans the test instances. The test set is
@@ -21,7 +21,7 @@ Output (``out_dir``)::
 
     run.json        what decides the results (a resume with other settings is refused)
     rounds.jsonl    one line per finished round (schema: :func:`round_record`)
-    rounds.md       the per-round table (:func:`summary_table`)
+    rounds.md       the per-round table (:func:`plansuite.report.tables.rounds_table`)
     skills.jsonl    the archive of accepted skills
     initial/{val,test}/                  evaluations of the given generator
     rNN/instances/ rNN/rollout/ rNN/batch.jsonl rNN/finetune.jsonl rNN/candidate/
@@ -43,20 +43,19 @@ from pathlib import Path
 
 from plansuite.data.load import Instance
 from plansuite.errors import ConfigError
+from plansuite.jsonl import append_lines, complete_lines, write_atomic
 from plansuite.pddl.model import Domain
 from plansuite.planning.evaluate import EvalSettings, evaluate
-from plansuite.planning.journal import write_atomic
 from plansuite.planning.loops import PlannerSpec
 from plansuite.planning.protocols import Verifier
-from plansuite.planning.skills import (
+from plansuite.report.tables import rounds_table
+from plansuite.skills.archive import (
     SkillArchive,
-    append_lines,
-    complete_lines,
     keep_batch,
     skills_from_records,
     solved_items,
 )
-from plansuite.skills.backend import Backend
+from plansuite.skills.finetune import Finetuner
 
 INITIAL = "initial"
 
@@ -124,56 +123,25 @@ def first_difference(a: dict, b: dict, prefix: str = "") -> tuple[str, object, o
     return prefix.rstrip("."), a, b
 
 
-def _ci(x: dict | None) -> str:
-    if not x:
-        return "-"
-    lo, hi = x["grr_ci"]
-    return f"{x['grr']:.3f} [{lo:.3f}, {hi:.3f}]"
 
-
-def summary_table(rounds: Sequence[dict]) -> str:
-    """The per-round table (markdown): archive, batch, decision, validation and test GRR.
-
-    >>> row = {"round": 1, "archive": 12, "batch": 12, "accepted": True, "wall_s": 95.0,
-    ...        "val": {"current": {"grr": 0.3, "grr_ci": [0.2, 0.4]},
-    ...                "candidate": {"grr": 0.4, "grr_ci": [0.3, 0.5]}, "delta_ci": [0.01, 0.2]},
-    ...        "test": {"grr": 0.35, "grr_ci": [0.25, 0.45]}}
-    >>> summary_table([row]).splitlines()[2]
-    '| 1 | 12 | 12 | yes | 0.300 [0.200, 0.400] | 0.400 [0.300, 0.500] | +0.100 [0.010, 0.200] | 0.350 [0.250, 0.450] | 95 |'
-    """
-    head = ("| round | archive | batch | accepted | val GRR in use [95% CI] | val GRR candidate "
-            "| Δ val [95% CI] | test GRR (in use after) | wall s |")
-    lines = [head, "|" + "---|" * 9]
-    for r in rounds:
-        val = r.get("val") or {}
-        cur, cand = val.get("current"), val.get("candidate")
-        delta = "-"
-        if cur and cand:
-            lo, hi = val["delta_ci"]
-            delta = f"{cand['grr'] - cur['grr']:+.3f} [{lo:.3f}, {hi:.3f}]"
-        accepted = {True: "yes", False: "no", None: "-"}[r.get("accepted")]
-        lines.append(f"| {r['round']} | {r['archive']} | {r.get('batch', '-')} | {accepted} | "
-                     f"{_ci(cur)} | {_ci(cand)} | {delta} | {_ci(r.get('test'))} | "
-                     f"{r.get('wall_s', 0):.0f} |")
-    return "\n".join(lines) + "\n"
 
 
 class SkillDiscovery:
-    """The rounds of the module docstring over a backend (exports, or test doubles).
+    """The rounds of the module docstring over a finetuner (exports, or test doubles).
 
     ``rollout_instances(round) -> [Instance]`` gives each round's training-distribution
     instances; ``held_out`` are the folders nothing may be learned from.
     """
 
     def __init__(self, out_dir: str | Path, domain: Domain, domain_file: str | Path,
-                 initial: str, backend: Backend, planner: PlannerSpec,
+                 initial: str, finetuner: Finetuner, planner: PlannerSpec,
                  verifier: Verifier | None, rollout_instances: Callable[[int], list[Instance]],
                  val_instances: list[Instance], test_instances: list[Instance],
                  held_out: Sequence[Path], settings: RoundSettings,
                  fingerprint: dict | None = None, log: Callable[[str], None] = print):
         self.out = Path(out_dir)
         self.domain, self.domain_file, self.initial = domain, domain_file, initial
-        self.backend, self.planner, self.verifier = backend, planner, verifier
+        self.finetuner, self.planner, self.verifier = finetuner, planner, verifier
         self.rollout_instances, self.val_set, self.test_set = rollout_instances, val_instances, test_instances
         self.held_out, self.settings, self.log = list(held_out), settings, log
         self.fingerprint = {"initial": initial, "planner": asdict(planner),
@@ -200,7 +168,7 @@ class SkillDiscovery:
 
     def _generator(self, name: str):
         """Loaded once and kept while used: the generator in use and the latest candidate."""
-        model = self._loaded.pop(name, None) or self.backend.generator(name)
+        model = self._loaded.pop(name, None) or self.finetuner.generator(name)
         self._loaded[name] = model  # most recently used last
         while len(self._loaded) > 2:
             self._loaded.pop(next(iter(self._loaded)))
@@ -248,9 +216,9 @@ class SkillDiscovery:
             previous = done[max(done)]
             done[r] = self.round(r, previous["generator"], Path(previous["home"]))
             append_lines(rounds_file, [json.dumps(done[r], sort_keys=True)])
-            write_atomic(self.out / "rounds.md", summary_table([done[i] for i in sorted(done)]))
+            write_atomic(self.out / "rounds.md", rounds_table([done[i] for i in sorted(done)]))
         rows = [done[i] for i in sorted(done) if i <= self.settings.rounds]
-        write_atomic(self.out / "rounds.md", summary_table(rows))
+        write_atomic(self.out / "rounds.md", rounds_table(rows))
         return rows
 
     def round(self, r: int, current: str, home: Path) -> dict:
@@ -297,7 +265,7 @@ class SkillDiscovery:
             base = current if self.settings.start_from == "current" else self.initial
             self.log(f"[skills] round {r}: finetuning a candidate from {base} on {len(pairs)} "
                      f"transitions of {len(archive) + len(archive.new(batch))} skills")
-            candidate = self.backend.finetune(base, transitions, rdir / "candidate",
+            candidate = self.finetuner.finetune(base, transitions, rdir / "candidate",
                                               self.settings.seed + r)
             timings["finetune_s"] = round(time.perf_counter() - t, 2)
 

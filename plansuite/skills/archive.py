@@ -26,17 +26,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from plansuite.errors import ConfigError
+from plansuite.jsonl import append_lines, complete_lines
 from plansuite.pddl.codec import format_completion, format_prompt
 from plansuite.pddl.model import Domain, atom_text
 from plansuite.pddl.parse import load_problem
 from plansuite.pddl.simulator import GroundTask
-from plansuite.planning.journal import write_atomic
 from plansuite.planning.metrics import paired_difference
 
 
@@ -128,26 +127,6 @@ def skills_from_records(records: Iterable[Mapping], domain: Domain,
         else:
             skills.append(skill)
     return skills, dropped
-
-
-def complete_lines(path: Path) -> list[str]:
-    """The lines of a JSONL file written by :func:`append_lines`, without a torn last line."""
-    if not path.is_file():
-        return []
-    lines = path.read_text().splitlines(keepends=True)
-    return lines if not lines or lines[-1].endswith("\n") else lines[:-1]
-
-
-def append_lines(path: Path, lines: Sequence[str]) -> None:
-    """Append lines to a JSONL file and fsync; a torn last line (a kill) is dropped first."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = path.read_text() if path.is_file() else ""
-    if text and not text.endswith("\n"):
-        write_atomic(path, text[:text.rfind("\n") + 1])
-    with path.open("a") as f:
-        f.write("".join(line + "\n" for line in lines))
-        f.flush()
-        os.fsync(f.fileno())
 
 
 class SkillArchive:

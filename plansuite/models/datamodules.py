@@ -5,18 +5,15 @@ Generator examples are ``prompt + completion + EOS`` with the loss on the comple
 generator's second validation loader yields indices into ``greedy_records``, a fixed validation
 subset that the module decodes greedily and judges with the simulator.
 
-Verifier examples are :class:`VerifierItem` s: the text the verifier reads, the training label
-under the recipe, and the simulator's truth (validation metrics use the truth only). Recipes:
-``random`` / ``relabel`` / ``hard`` from the dataset (:func:`plansuite.data.load.load_verifier_examples`),
-and ``onpolicy``: the ``onpolicy.base_recipe`` examples plus steps sampled from a trained generator
-on training transitions, labelled by the simulator. Validation sets: ``random`` (positives and
-random negatives), ``hard`` and, when a generator export is given, ``onpolicy`` (the generator's
-own samples on validation transitions). On-policy samples are cached under ``cache_dir``.
+Verifier examples are :class:`~plansuite.data.verifier_recipes.VerifierItem` s: the text the
+verifier reads, the training label under the recipe, and the simulator's truth (validation
+metrics use the truth only). What each recipe and validation set holds is
+:mod:`plansuite.data.verifier_recipes`; this module samples the generator for the ``onpolicy``
+recipe and its validation set (cached under ``cache_dir``) and tokenizes.
 
-Finetuning (expert iteration, :mod:`plansuite.skills`): ``extra_transitions`` is a JSONL file of
-``{"prompt": ..., "completion": ...}`` lines (e.g. the transitions of verified plans); the
-generator's training split is then :func:`mix_examples` of the dataset's training transitions and
-these, in a fixed proportion. Validation is unchanged (the dataset's val split).
+What the generator trains on (the dataset's transitions, or the finetuning mix with extra
+transitions such as verified plans) is :mod:`plansuite.data.generator_recipes`; validation is
+always the dataset's val split.
 """
 
 from __future__ import annotations
@@ -24,7 +21,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import TypeVar
 
@@ -32,21 +29,27 @@ import lightning as L
 from torch.utils.data import DataLoader, Dataset
 
 from plansuite.data.augment import check_augment, name_pool, rename_transition
-from plansuite.data.builder import iter_jsonl
+from plansuite.data.generator_recipes import FinetuneConfig, finetune_split, load_extra_transitions
 from plansuite.data.load import (
-    VERIFIER_RECIPES,
     TransitionRecord,
     load_instances,
     load_trajectories,
     load_transitions,
-    load_verifier_examples,
+)
+from plansuite.data.verifier_recipes import (
+    OnPolicyConfig,
+    VerifierItem,
+    check_recipe,
+    judged_items,
+    training_items,
+    val_set_names,
+    validation_sets,
 )
 from plansuite.errors import ConfigError
-from plansuite.models.sampling import JudgedStep, pick_records, sample_and_judge
+from plansuite.jsonl import iter_jsonl
+from plansuite.models.sampling import pick_records, sample_and_judge
 from plansuite.models.tokenizer import encode, pad_ids
-from plansuite.pddl.codec import format_verifier_input
-from plansuite.pddl.judge import StepVerdict
-from plansuite.pddl.model import Domain, parse_atom_text
+from plansuite.pddl.model import Domain
 from plansuite.pddl.simulator import TaskCache
 
 LOSS_ON = ("completion", "full")
@@ -95,70 +98,6 @@ def collate_causal(examples: list[tuple[list[int], list[int]]], pad_id: int) -> 
     ids, mask = pad_ids([e[0] for e in examples], pad_id)
     labels, _ = pad_ids([e[1] for e in examples], -100)
     return {"input_ids": ids, "attention_mask": mask, "labels": labels}
-
-
-def _passes(items: Sequence[T], n: int, rng: random.Random) -> list[T]:
-    """``n`` items in shuffled full passes over ``items`` (each used equally often, +-1)."""
-    out: list[T] = []
-    while len(out) < n:
-        order = list(items)
-        rng.shuffle(order)
-        out.extend(order[:n - len(out)])
-    return out
-
-
-def mix_examples(original: Sequence[T], extra: Sequence[T], original_fraction: float,
-                 size: int | None = None, seed: int = 0) -> list[T]:
-    """A shuffled training split of ``size`` examples, ``original_fraction`` of them from
-    ``original`` and the rest from ``extra``; each side is drawn in shuffled passes, so no
-    example repeats before all of its side were used. ``size=None``: every extra example once.
-
-    >>> mixed = mix_examples(list("abcdefgh"), ["X", "Y"], 0.5, size=8)
-    >>> len(mixed), mixed.count("X"), mixed.count("Y"), len(set(mixed) - {"X", "Y"})
-    (8, 2, 2, 4)
-    >>> len(mix_examples(list("abcdefgh"), ["X", "Y"], 0.75))  # each extra once: 2 / (1 - 0.75)
-    8
-    """
-    if not 0.0 <= original_fraction <= 1.0:
-        raise ConfigError(f"model.finetune.original_fraction={original_fraction}: must be in [0, 1]")
-    if size is None:
-        if original_fraction == 1.0:
-            raise ConfigError("model.finetune.examples: required when original_fraction is 1")
-        size = round(len(extra) / (1.0 - original_fraction))
-    n_original = round(size * original_fraction)
-    if n_original and not original:
-        raise ConfigError("model.finetune: no original training examples to mix in")
-    if size - n_original and not extra:
-        raise ConfigError("model.finetune.extra: no extra examples to mix in")
-    rng = random.Random(seed)
-    mixed = _passes(original, n_original, rng) + _passes(extra, size - n_original, rng)
-    rng.shuffle(mixed)
-    return mixed
-
-
-def load_extra_transitions(path: str | Path) -> list[tuple[str, str]]:
-    """(prompt, completion) pairs from a JSONL file of ``{"prompt", "completion"}`` objects."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{path}: extra transitions file not found")
-    pairs = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        try:
-            row = json.loads(line)
-            pairs.append((str(row["prompt"]), str(row["completion"])))
-        except (json.JSONDecodeError, KeyError, TypeError):
-            raise ConfigError(f"{path}:{n}: not a {{\"prompt\", \"completion\"}} JSON object") from None
-    return pairs
-
-
-@dataclass
-class FinetuneConfig:
-    """Start from an export and mix extra transitions into the training split (``model.finetune``)."""
-
-    init_from: str | None = None  # generator export whose weights and tokenizer to start from
-    extra: str | None = None  # JSONL of {"prompt", "completion"}: mixed into the training split
-    original_fraction: float = 0.5  # share of the dataset's own training transitions in the mix
-    examples: int | None = None  # size of the mixed training split (None: every extra one once)
 
 
 class RenamedTransitions(Dataset):
@@ -221,12 +160,7 @@ class GeneratorDataModule(L.LightningDataModule):
         if ft.extra:
             extra = self.encode_pairs(load_extra_transitions(ft.extra))
             check_fits([len(e[0]) for e in extra], self.context, str(ft.extra))
-            tagged = mix_examples([(0, e) for e in self.train], [(1, e) for e in extra],
-                                  ft.original_fraction, ft.examples, self.seed)
-            self.train = [e for _, e in tagged]
-            n_extra = sum(side for side, _ in tagged)
-            self.train_counts = {"examples": len(tagged), "original": len(tagged) - n_extra,
-                                 "extra": n_extra, "extra_distinct": len(extra)}
+            self.train, self.train_counts = finetune_split(self.train, extra, ft, self.seed)
         check_fits([len(e[0]) for e in self.train + self.val], self.context, f"{self.data_dir}")
         self.greedy_records = pick_records(val, self.greedy_n, self.seed)
         self.max_completion = max(len(e[1]) - e[1].count(-100) for e in self.train)
@@ -255,67 +189,6 @@ class GeneratorDataModule(L.LightningDataModule):
 
 
 # ---- verifier ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class VerifierItem:
-    text: str  # what the verifier reads
-    label: int  # training label under the recipe
-    truth: int  # the simulator's verdict: 1 = a valid step
-
-
-def dataset_items(data_dir: str | Path, split: str, recipe: str, input_kind: str,
-                  tasks: TaskCache) -> list[VerifierItem]:
-    """The dataset's verifier examples as texts. With ``state_action_next`` every example claims
-    the walk's true next state, so only the walk's own action is a valid step."""
-    examples = load_verifier_examples(data_dir, split, recipe)
-    if input_kind == "state_action":
-        return [VerifierItem(format_verifier_input(e.state, e.action), e.label, int(e.applicable))
-                for e in examples]
-    trajs = {t["id"]: t for t in load_trajectories(data_dir, split)}
-    out = []
-    for e in examples:
-        claim = trajs[e.traj]["states"][e.step + 1]
-        task = tasks.get(e.objects, [parse_atom_text(a) for a in e.state])
-        truth = int(task.step(task.encode(e.state), e.action) == task.encode(claim))
-        out.append(VerifierItem(format_verifier_input(e.state, e.action, claim), truth, truth))
-    return out
-
-
-def judged_items(judged: list[JudgedStep], input_kind: str) -> list[VerifierItem]:
-    """Sampled generator steps as verifier examples labelled by the simulator (unparseable
-    samples have nothing to score and are skipped; repeats of a step in one state count once)."""
-    out, seen = [], set()
-    for j in judged:
-        if j.step is None:
-            continue
-        if input_kind == "state_action":
-            text = format_verifier_input(j.record.state, j.step.action)
-            truth = int(j.verdict is not StepVerdict.BAD_ACTION)
-        else:
-            text = format_verifier_input(j.record.state, j.step.action, j.step.next_state)
-            truth = int(j.verdict is StepVerdict.OK)
-        if text not in seen:
-            seen.add(text)
-            out.append(VerifierItem(text, truth, truth))
-    return out
-
-
-def val_set_names(generator_dir: str | None) -> list[str]:
-    """The verifier's validation sets, in loader order."""
-    return ["random", "hard"] + (["onpolicy"] if generator_dir else [])
-
-
-@dataclass
-class OnPolicyConfig:
-    prompts: int | None = 2000  # training transitions to sample on (None: all)
-    samples_per_prompt: int = 2
-    val_prompts: int | None = None  # validation transitions for the on-policy val set
-    val_samples_per_prompt: int = 2
-    temperature: float = 1.0
-    top_p: float = 0.99
-    base_recipe: str = "relabel"  # dataset examples mixed with the generator's samples
-    base_examples: int | None = None  # at most this many of them (None: all), drawn by seed
-
-
 def write_items(path: Path, items: list[VerifierItem], params: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
@@ -342,18 +215,7 @@ class VerifierDataModule(L.LightningDataModule):
                  cache_dir: str | Path | None = None, num_workers: int = 0, seed: int = 0,
                  progress=print):
         super().__init__()
-        if recipe not in (*VERIFIER_RECIPES, "onpolicy"):
-            raise ConfigError(f"model.recipe '{recipe}': unknown (choose from "
-                              f"{', '.join(VERIFIER_RECIPES)}, onpolicy)")
-        if recipe == "onpolicy" and not generator_dir:
-            raise ConfigError("model.recipe=onpolicy samples a trained generator: set "
-                              "model.generator_dir to a generator export")
-        if input_kind == "state_action_next" and recipe != "onpolicy":
-            raise ConfigError("model.input_kind=state_action_next needs model.recipe=onpolicy "
-                              "(claimed next states come from the generator)")
-        if onpolicy is not None and onpolicy.base_recipe not in VERIFIER_RECIPES:
-            raise ConfigError(f"model.onpolicy.base_recipe '{onpolicy.base_recipe}': unknown "
-                              f"(choose from {', '.join(VERIFIER_RECIPES)})")
+        check_recipe(recipe, input_kind, generator_dir, (onpolicy or OnPolicyConfig()).base_recipe)
         self.data_dir, self.domain, self.tokenizer, self.context = data_dir, domain, tokenizer, context
         self.recipe, self.input_kind, self.batch_size = recipe, input_kind, batch_size
         self.generator_dir, self.onpolicy = generator_dir, onpolicy or OnPolicyConfig()
@@ -412,16 +274,10 @@ class VerifierDataModule(L.LightningDataModule):
             if cached[split] is None:
                 self.prepare_data()  # used outside a Trainer (tests, tools)
                 cached[split] = read_items(self._cache_path(split), params)
-        base = self.onpolicy.base_recipe if self.recipe == "onpolicy" else self.recipe
-        train = dataset_items(self.data_dir, "train", base, self.input_kind, tasks)
-        cap = self.onpolicy.base_examples if self.recipe == "onpolicy" else None
-        if cap is not None and cap < len(train):  # keep the generator's samples a large share
-            train = random.Random(self.seed).sample(train, cap)
-        train += cached.get("train") or []
-        self.val_sets = {"random": dataset_items(self.data_dir, "val", "relabel", self.input_kind, tasks),
-                         "hard": dataset_items(self.data_dir, "val", "hard", self.input_kind, tasks)}
-        if "val" in cached:
-            self.val_sets["onpolicy"] = cached["val"]
+        train = training_items(self.data_dir, self.recipe, self.input_kind, tasks,
+                               cached.get("train") or [], self.onpolicy.base_recipe,
+                               self.onpolicy.base_examples, self.seed)
+        self.val_sets = validation_sets(self.data_dir, self.input_kind, tasks, cached.get("val"))
         assert list(self.val_sets) == val_set_names(self.generator_dir)
         self.train = self._encode(train)
         self.val = {name: self._encode(items) for name, items in self.val_sets.items()}

@@ -3,7 +3,7 @@
 - :class:`ProblemDataModule`: text pairs for the problem generator, ``prompt`` = the description
   (:func:`~plansuite.nl2pddl.dataset.generation_prompt`), ``completion`` = the reference problem
   followed by ``END``; the same encoding, collation and loss masking as the transition generator
-  (:class:`~plansuite.models.data.GeneratorDataModule`, which this extends). Its second validation
+  (:class:`~plansuite.models.datamodules.GeneratorDataModule`, which this extends). Its second validation
   loader yields indices into ``greedy_records``: validation pairs the module decodes greedily
   and compares with their reference.
 - :class:`CriticDataModule`: labelled critic examples (reference problems and corruptions) as
@@ -22,7 +22,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from plansuite.errors import ConfigError
-from plansuite.models.data import GeneratorDataModule, check_fits
+from plansuite.models.datamodules import GeneratorDataModule, check_fits
 from plansuite.models.tokenizer import encode, pad_ids
 from plansuite.nl2pddl.critic import CRITIC_LABELS
 from plansuite.nl2pddl.dataset import load_critic_examples, load_pairs

@@ -1,0 +1,89 @@
+"""Plain mappings (a resolved config group, a manifest's ``config``) into typed dataclasses.
+
+The typed specs built from config groups (``model`` -> the model kind's config dataclass,
+``planner`` -> the loop's spec class, ``dataset`` -> ``DatasetSpec``) go through
+:func:`from_mapping`, so an unknown key or a bad nested group is the same one-line
+:class:`~plansuite.errors.ConfigError` everywhere, naming the config key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from plansuite.errors import ConfigError
+
+T = TypeVar("T")
+
+
+def check_keys(cls: type, values: Mapping, prefix: str) -> None:
+    """One ConfigError naming the first key ``cls`` has no field for.
+
+    >>> @dataclasses.dataclass
+    ... class Point:
+    ...     x: int = 0
+    >>> check_keys(Point, {"x": 1, "y": 2}, "point")
+    Traceback (most recent call last):
+    plansuite.errors.ConfigError: point.y: unknown setting (known: x)
+    """
+    known = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise ConfigError(f"{prefix}.{unknown[0]}: unknown setting (known: {', '.join(sorted(known))})")
+
+
+def from_mapping(cls: type[T], values: Mapping[str, Any] | None, prefix: str) -> T:
+    """``cls(**values)``, nested dataclass fields built from nested mappings, unknown keys refused.
+
+    >>> @dataclasses.dataclass
+    ... class Inner:
+    ...     lr: float = 0.1
+    >>> @dataclasses.dataclass
+    ... class Outer:
+    ...     name: str = "a"
+    ...     inner: Inner = dataclasses.field(default_factory=Inner)
+    >>> from_mapping(Outer, {"inner": {"lr": 0.5}}, "model")
+    Outer(name='a', inner=Inner(lr=0.5))
+    >>> from_mapping(Outer, {"inner": {"lr": 0.5, "mu": 1}}, "model")
+    Traceback (most recent call last):
+    plansuite.errors.ConfigError: model.inner.mu: unknown setting (known: lr)
+    """
+    values = dict(values or {})
+    check_keys(cls, values, prefix)
+    for f in dataclasses.fields(cls):
+        if f.name in values:
+            check_type(f"{prefix}.{f.name}", str(f.type), values[f.name])
+        nested = _nested_class(f)
+        if nested is not None and isinstance(values.get(f.name), Mapping):
+            values[f.name] = from_mapping(nested, values[f.name], f"{prefix}.{f.name}")
+    try:
+        return cls(**values)
+    except TypeError as exc:  # e.g. a required field missing
+        raise ConfigError(f"{prefix}: {exc}") from None
+
+
+def check_type(key: str, annotation: str, value) -> None:
+    """A number setting given something else is one line here, not a TypeError deep inside.
+
+    >>> check_type("planner.k", "int", "abc")
+    Traceback (most recent call last):
+    plansuite.errors.ConfigError: planner.k='abc': must be an integer
+    >>> check_type("planner.budget", "int | None", None)
+    """
+    if value is None and "None" in annotation:
+        return
+    base = annotation.split("|")[0].strip()
+    numbers = {"int": (int,), "float": (int, float)}.get(base)
+    if numbers and (isinstance(value, bool) or not isinstance(value, numbers)):
+        kind = "an integer" if base == "int" else "a number"
+        raise ConfigError(f"{key}={value!r}: must be {kind}"
+                          + (" (or null)" if "None" in annotation else ""))
+
+
+def _nested_class(f: dataclasses.Field) -> type | None:
+    """The dataclass a field holds, known from its default (nested settings have one)."""
+    if f.default_factory is dataclasses.MISSING:
+        return None
+    default = f.default_factory()
+    return type(default) if dataclasses.is_dataclass(default) else None
