@@ -1,4 +1,5 @@
-"""Command-line entrypoints (Hydra apps). Configs live in the repository's ``conf/``."""
+"""Command-line entrypoints (Hydra apps). Configs live in the repository's ``conf/`` (shipped in
+the wheel as ``plansuite/conf``; :mod:`plansuite.config_dir`)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,16 @@ import functools
 import os
 import re
 import sys
-from pathlib import Path
 
+from plansuite.config_dir import config_dir
 from plansuite.errors import PlansuiteError, clip
 
-CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
+CONF_DIR = str(config_dir())
+
+# ${plansuite.sweep_subdir:} and ${plansuite.job_out_dir:...} in conf/: one folder per multirun job.
+from plansuite.cli.sweep_dirs import register as _register_sweep_resolvers  # noqa: E402
+
+_register_sweep_resolvers()
 
 # The Makefile's defaults, for the commands run without make: offline, a missing pretrained
 # backbone is one line instead of ~40 lines of hub retries (HF_HUB_OFFLINE=0 downloads).
