@@ -34,6 +34,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from plansuite.cli import CONF_DIR, friendly_errors, hydra_errors
 from plansuite.errors import ConfigError, PlansuiteError
+from plansuite.tracking import offline_notice
 
 NL2PDDL_KINDS = ("problem_generator", "critic")  # built by plansuite/cli/train_nl2pddl.py
 KINDS = ("generator", "verifier", *NL2PDDL_KINDS)
@@ -319,6 +320,9 @@ def run(cfg: DictConfig) -> dict:
     print(f"[train] {cfg.model.kind}: {trainer.global_step} steps in {fit_s:.1f}s, "
           f"{results['tokens_per_s']:.0f} tokens/s; export: {export}", flush=True)
     print("[train] " + json.dumps(flat), flush=True)
+    notice = offline_notice(getattr(trainer.logger, "experiment", None))  # W&B offline: where, sync
+    if notice:
+        print(notice, flush=True)
     return results
 
 

@@ -98,8 +98,10 @@ def instance_record(ctx: InstanceContext, result: EpisodeResult, problem: Path,
 class Progress:
     """A line every ``every_s`` seconds: done/total, outcomes so far, throughput."""
 
-    def __init__(self, label: str, total: int, every_s: float, log: Callable[[str], None]):
+    def __init__(self, label: str, total: int, every_s: float, log: Callable[[str], None],
+                 on_update: Callable[[dict], None] | None = None):
         self.label, self.total, self.every_s, self.log = label, total, every_s, log
+        self.on_update = on_update  # e.g. a W&B run's log: the running rates after each instance
         self.start = self.last = time.perf_counter()
         self.done, self.attempts, self.outcomes = 0, 0, Counter()
 
@@ -107,6 +109,11 @@ class Progress:
         self.done += 1
         self.attempts += record["attempts"]
         self.outcomes[record["outcome"]] += 1
+        if self.on_update is not None:
+            bad = sum(c for o, c in self.outcomes.items() if Outcome(o).bad_transition)
+            self.on_update({"progress/done": self.done, "progress/total": self.total,
+                            "progress/grr": self.outcomes["success"] / self.done,
+                            "progress/btr": bad / self.done})
         now = time.perf_counter()
         if now - self.last >= self.every_s or self.done == self.total:
             self.last = now
@@ -120,8 +127,10 @@ def evaluate(instances: Sequence[Instance], domain: Domain, domain_file: str | P
              generator: Generator, verifier: Verifier | None, settings: EvalSettings,
              out_dir: str | Path, fingerprint: dict | None = None, config: dict | None = None,
              optimal: OptimalLengths | None = None,
-             log: Callable[[str], None] = print) -> dict | None:
-    """Run this shard's unfinished instances; return the merged results once all are done."""
+             log: Callable[[str], None] = print,
+             on_progress: Callable[[dict], None] | None = None) -> dict | None:
+    """Run this shard's unfinished instances; return the merged results once all are done.
+    ``on_progress`` gets the running counts and rates of this session after every instance."""
     spec = settings.planner
     check_verifier(spec, verifier)
     ids = [inst.id for inst in instances]
@@ -151,7 +160,8 @@ def evaluate(instances: Sequence[Instance], domain: Domain, domain_file: str | P
             f"{time.perf_counter() - session_start:.1f}s")
 
     by_id = {inst.id: inst for inst in mine}
-    progress = Progress(f"{spec.name} shard {settings.rank}", len(mine), settings.progress_every_s, log)
+    progress = Progress(f"{spec.name} shard {settings.rank}", len(mine), settings.progress_every_s, log,
+                        on_progress)
 
     def finish(ctx: InstanceContext, result: EpisodeResult, elapsed_s: float) -> None:
         inst = by_id[ctx.id]
@@ -233,14 +243,15 @@ SHORT = {"success": "success", "bad_action": "bad_act", "bad_next_state": "bad_n
 
 
 def table_header() -> str:
-    return (f"{'planner':<30} {'GRR [95% CI]':<21} "
+    return (f"{'planner':<30} {'GRR [95% CI]':<21} {'BTR [95% CI]':<21} "
             + " ".join(f"{SHORT[x.value]:>7}" for x in Outcome) + f" {'gen_calls':>9}")
 
 
 def table_row(name: str, results: dict) -> str:
-    """A Table-1-style line: GRR with its CI, every outcome count, generator calls."""
+    """A Table-1-style line: GRR and BTR with their CIs, every outcome count, generator calls."""
     o = results["outcomes"]
-    lo, hi = results["grr_ci"]
-    return (f"{name:<30} {results['grr']:.3f} [{lo:.3f}, {hi:.3f}] "
+    rates = " ".join(f"{results[m]:.3f} [{results[m + '_ci'][0]:.3f}, {results[m + '_ci'][1]:.3f}]"
+                     for m in ("grr", "btr"))
+    return (f"{name:<30} {rates} "
             + " ".join(f"{o[x.value]:>7}" for x in Outcome)
             + f" {results['calls']['generator']:>9}")
