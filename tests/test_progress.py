@@ -1,0 +1,48 @@
+"""Progress with an ETA: periodic lines without a terminal, a tqdm bar on one."""
+
+from __future__ import annotations
+
+import io
+
+from plansuite.planning.evaluate import Progress
+from plansuite.progress import ProgressReport
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_without_a_terminal_lines_carry_counts_stats_rate_and_eta():
+    lines: list[str] = []
+    report = ProgressReport("[job]", 3, every_s=0, log=lines.append, stream=io.StringIO())
+    for n in range(3):
+        report.update(1, success=str(n))
+    assert len(lines) == 3 and lines[0].startswith("[job]: 1/3 | success 0 | ")
+    assert "ETA " in lines[0] and lines[-1].endswith("ETA 0s")
+
+
+def test_lines_are_throttled_but_the_last_always_comes():
+    lines: list[str] = []
+    report = ProgressReport("[job]", 50, every_s=3600, log=lines.append, stream=io.StringIO())
+    for _ in range(50):
+        report.update()
+    assert len(lines) == 1 and lines[0].startswith("[job]: 50/50")
+
+
+def test_on_a_terminal_a_bar_is_drawn_instead_of_lines():
+    lines: list[str] = []
+    screen = Terminal()
+    report = ProgressReport("[job]", 4, every_s=0, log=lines.append, stream=screen, unit="instance")
+    for _ in range(4):
+        report.update(1, btr="0.25")
+    assert lines == [] and "4/4" in screen.getvalue() and "btr=0.25" in screen.getvalue()
+
+
+def test_eval_progress_lines_show_btr_and_eta():
+    lines: list[str] = []
+    progress = Progress("gv shard 0", 2, every_s=0, log=lines.append)
+    progress.update({"attempts": 3, "outcome": "success"})
+    progress.update({"attempts": 5, "outcome": "bad_action"})
+    assert lines[-1].startswith("[eval] gv shard 0: 2/2 | success 1 (0.50) | btr 0.50 | ")
+    assert "ETA 0s" in lines[-1]
