@@ -24,12 +24,12 @@ def pyproject() -> dict:
 def test_old_pinned_and_heavy_tools_are_extras_that_dev_pulls_in():
     project = pyproject()["project"]
     core = " ".join(project["dependencies"])
-    for name in ("optuna", "sqlalchemy", "alembic", "submitit", "nbclient"):
+    for name in ("optuna", "sqlalchemy", "alembic", "submitit", "nbclient", "openai"):
         assert name not in core, name
     assert "pymimir" in core  # dataset.shortest_paths=true plans with it at run time
     extras = project["optional-dependencies"]
-    assert {"optuna", "slurm", "notebook", "dev"} <= set(extras)
-    assert any(d.startswith("plansuite[") and "optuna" in d and "slurm" in d and "notebook" in d
+    assert {"optuna", "slurm", "notebook", "openai", "dev"} <= set(extras)
+    assert any(d.startswith("plansuite[") and all(x in d for x in ("optuna", "slurm", "notebook", "openai"))
                for d in extras["dev"])
 
 
