@@ -46,3 +46,16 @@ def test_eval_progress_lines_show_btr_and_eta():
     progress.update({"attempts": 5, "outcome": "bad_action"})
     assert lines[-1].startswith("[eval] gv shard 0: 2/2 | success 1 (0.50) | btr 0.50 | ")
     assert "ETA 0s" in lines[-1]
+
+
+def test_dataset_progress_lines_carry_an_eta(tmp_path):
+    from plansuite.data.builder import DatasetSpec, build_dataset
+    from plansuite.domains import builtin_path, load_builtin
+    from plansuite.domains.blocksworld import BlocksworldStates
+
+    lines: list[str] = []
+    spec = DatasetSpec(train_states=8, val_states=2, test_instances=2, val_instances=2, chunk_size=2)
+    build_dataset(spec, load_builtin("blocksworld"), builtin_path("blocksworld").read_text(),
+                  BlocksworldStates(3, 4), tmp_path / "d", seed=0, workers=1, progress=lines.append)
+    train = [line for line in lines if line.startswith("[data] train:")]
+    assert train and train[-1].startswith("[data] train: 4/4 chunks") and train[-1].endswith("ETA 0s")
