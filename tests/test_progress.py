@@ -59,3 +59,17 @@ def test_dataset_progress_lines_carry_an_eta(tmp_path):
                   BlocksworldStates(3, 4), tmp_path / "d", seed=0, workers=1, progress=lines.append)
     train = [line for line in lines if line.startswith("[data] train:")]
     assert train and train[-1].startswith("[data] train: 4/4 chunks") and train[-1].endswith("ETA 0s")
+
+
+def test_the_warnings_every_training_run_printed_are_filtered():
+    import warnings
+
+    import plansuite.cli  # noqa: F401 (installs the filters)
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.warn("`isinstance(treespec, LeafSpec)` is deprecated, use ...", UserWarning,
+                      stacklevel=1)
+        warnings.warn("`ModelCheckpoint(monitor='val/loss')` could not find the monitored key in "
+                      "the returned metrics: ['train/loss']", UserWarning, stacklevel=1)
+        warnings.warn("something else", UserWarning, stacklevel=1)
+    assert [str(w.message) for w in seen] == ["something else"]

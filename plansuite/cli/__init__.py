@@ -7,6 +7,7 @@ import functools
 import os
 import re
 import sys
+import warnings
 
 from plansuite.config_dir import config_dir
 from plansuite.errors import PlansuiteError, clip
@@ -17,6 +18,12 @@ CONF_DIR = str(config_dir())
 from plansuite.cli.sweep_dirs import register as _register_sweep_resolvers  # noqa: E402
 
 _register_sweep_resolvers()
+
+# Two warnings every training run printed that no user can act on: Lightning calling a torch
+# API that torch 2.13 deprecates, and ModelCheckpoint missing the monitored validation metric
+# at a step checkpoint before the first validation (training validates again at the end).
+warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated")
+warnings.filterwarnings("ignore", message=r"`ModelCheckpoint\(monitor=.*could not find the monitored key")
 
 # The Makefile's defaults, for the commands run without make: offline, a missing pretrained
 # backbone is one line instead of ~40 lines of hub retries (HF_HUB_OFFLINE=0 downloads).
