@@ -64,9 +64,10 @@ def test_dataset_progress_lines_carry_an_eta(tmp_path):
 def test_the_warnings_every_training_run_printed_are_filtered():
     import warnings
 
-    import plansuite.cli  # noqa: F401 (installs the filters)
+    from plansuite.cli import quiet_known_warnings  # called when plansuite.cli is imported
 
-    with warnings.catch_warnings(record=True) as seen:
+    with warnings.catch_warnings(record=True) as seen:  # pytest resets filters around each test
+        quiet_known_warnings()
         warnings.warn("`isinstance(treespec, LeafSpec)` is deprecated, use ...", UserWarning,
                       stacklevel=1)
         warnings.warn("`ModelCheckpoint(monitor='val/loss')` could not find the monitored key in "

@@ -4,10 +4,12 @@ gets its own folder under the sweep directory, named by the swept keys."""
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 
 import pytest
+from hydra.core.hydra_config import HydraConfig
 
 from plansuite.cli.sweep_dirs import job_dirname, swept_keys
 from plansuite.planning.scripted import write_toy_instances
@@ -20,9 +22,14 @@ def multirun(monkeypatch, module, *args: str) -> None:
     """``module.main()`` as ``plansuite-... -m ARGS`` (Hydra's basic launcher runs the jobs in
     this process, one after the other)."""
     monkeypatch.setattr(sys, "argv", [module.__name__, "-m", *args])
-    with pytest.raises(SystemExit) as ended:
-        module.main()
-        raise SystemExit(0)  # hydra.main returns normally after a multirun
+    on_sigterm = signal.getsignal(signal.SIGTERM)  # plansuite-eval's main sets its own
+    try:
+        with pytest.raises(SystemExit) as ended:
+            module.main()
+            raise SystemExit(0)  # hydra.main returns normally after a multirun
+    finally:
+        HydraConfig.instance().cfg = None  # no multirun job's state for the tests that follow
+        signal.signal(signal.SIGTERM, on_sigterm)
     assert ended.value.code in (0, None)
 
 

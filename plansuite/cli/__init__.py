@@ -19,11 +19,17 @@ from plansuite.cli.sweep_dirs import register as _register_sweep_resolvers  # no
 
 _register_sweep_resolvers()
 
-# Two warnings every training run printed that no user can act on: Lightning calling a torch
-# API that torch 2.13 deprecates, and ModelCheckpoint missing the monitored validation metric
-# at a step checkpoint before the first validation (training validates again at the end).
-warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated")
-warnings.filterwarnings("ignore", message=r"`ModelCheckpoint\(monitor=.*could not find the monitored key")
+
+def quiet_known_warnings() -> None:
+    """Two warnings every training run printed that no user can act on: Lightning calling a
+    torch API that torch 2.13 deprecates, and ModelCheckpoint missing the monitored validation
+    metric at a step checkpoint before the first validation (training validates at the end)."""
+    warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated")
+    warnings.filterwarnings("ignore",
+                            message=r"`ModelCheckpoint\(monitor=.*could not find the monitored key")
+
+
+quiet_known_warnings()
 
 # The Makefile's defaults, for the commands run without make: offline, a missing pretrained
 # backbone is one line instead of ~40 lines of hub retries (HF_HUB_OFFLINE=0 downloads).
