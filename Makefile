@@ -26,18 +26,18 @@ ARGS ?=
 
 PAPER_CPU_DIR ?= outputs/paper-cpu
 
-.PHONY: help install test test-slow smoke lint bench data train-generator train-verifier eval sweep report demo paper-cpu reproduce clean
+.PHONY: help install test test-slow smoke lint bench data train-generator train-verifier eval sweep report notebook demo paper-cpu reproduce clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
 
-install: $(VENV)/.installed ## create .venv with torch ($(TORCH_SPEC)) and plansuite[dev] (idempotent)
+install: $(VENV)/.installed ## create .venv with torch ($(TORCH_SPEC)) and plansuite[dev] at the tested versions (constraints.txt)
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml setup.py constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(TORCH_SPEC)
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
 	touch $@
 
 test: install ## fast test tier (~10 min on 2 cores)
@@ -79,6 +79,10 @@ sweep: install ## make sweep EXP=paper_fig2_k ARGS='planner.k=1,8' (a multirun o
 
 report: install ## make report DIRS='outputs/demo/eval outputs/eval' OUT=dir
 	$(BIN)/plansuite-report $(or $(DIRS),$(DEMO_DIR)/eval) --out $(or $(OUT),$(DEMO_DIR)/report)
+
+notebook: install ## run notebooks/analysis.ipynb on RESULTS (default: DEMO_DIR) into outputs/analysis/ (figures too)
+	PLANSUITE_RESULTS=$(abspath $(or $(RESULTS),$(DEMO_DIR))) PLANSUITE_FIGURES=$(abspath outputs/analysis) \
+		$(PY) -m plansuite.report.notebook notebooks/analysis.ipynb outputs/analysis/analysis.ipynb
 
 bench: install ## benchmarks; results land in experiments/bench/
 	$(PY) -m experiments.bench

@@ -1,8 +1,8 @@
 """plansuite: planning with language models over PDDL domains (Lightning + Hydra)."""
 
-from pathlib import Path
+from plansuite.config_dir import config_dir
 
 __version__ = "0.1.0"
 
-# the repository's Hydra configs (conf/); read by the CLIs and the pipeline runner
-CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
+# the Hydra configs (the checkout's conf/, or a wheel's copy); read by the CLIs and the pipeline
+CONF_DIR = str(config_dir())

@@ -53,6 +53,30 @@ def run_group(experiment: str, planner: str, verifier_init: str | None, k: int,
     return f"{experiment}/{planner}-{verifier_init or 'none'}-k{k}-t{temperature}"
 
 
+def offline_notice(run) -> str | None:
+    """For an offline run (a ``wandb.Run``): where it was written and how to upload it; None
+    for an online or disabled one."""
+    if not getattr(run, "offline", False):
+        return None
+    sync_dir = Path(run.settings.sync_dir)
+    return f"[wandb] offline run written to {sync_dir}; upload it with: wandb sync {sync_dir}"
+
+
+def _value(item):
+    """An item's value: JSON text, or (history items of recent wandb) one typed field."""
+    if item.value_json:
+        return json.loads(item.value_json)
+    typed = item.WhichOneof("value") if "value" in item.DESCRIPTOR.oneofs_by_name else None
+    if typed in ("json",):
+        return json.loads(item.json)
+    return None if typed in (None, "none") else getattr(item, typed)
+
+
+def _items(updates) -> dict:
+    """``{key: value}`` of a config/summary/history update list (``nested_key`` joined by /)."""
+    return {i.key or "/".join(i.nested_key): _value(i) for i in updates}
+
+
 def _records(data: bytes) -> list[bytes]:
     """The record payloads of a ``.wandb`` log (7-byte file header, then per record: crc32,
     length, type, payload; a record never starts in a block's last 6 bytes)."""
@@ -81,15 +105,17 @@ def _records(data: bytes) -> list[bytes]:
 
 def read_offline_run(run_dir: str | Path) -> dict:
     """What an offline run (``wandb/offline-run-*``) logged: ``tags``, ``group``, ``job_type``,
-    ``name``, ``config`` and ``summary`` (dicts of JSON values) and ``finished`` (the run was
-    closed with ``finish()``, i.e. its exit record is there)."""
+    ``name``, ``config`` (the run's initial config and every later update, such as Lightning's
+    hyper-parameters) and ``summary`` (dicts of JSON values), ``history`` (every ``log`` call's
+    row, in order: what a killed run got to), ``finished`` (the run was closed with
+    ``finish()``, i.e. its exit record is there) and its ``exit_code`` (non-zero: it failed)."""
     from wandb.proto import wandb_internal_pb2
 
     files = sorted(Path(run_dir).glob("run-*.wandb"))
     if not files:
         raise FileNotFoundError(f"{run_dir}: no run-*.wandb file")
     out: dict = {"tags": [], "group": None, "job_type": None, "name": None, "config": {},
-                 "summary": {}, "finished": False}
+                 "summary": {}, "history": [], "finished": False, "exit_code": None}
     for payload in _records(files[0].read_bytes()):
         record = wandb_internal_pb2.Record()
         record.ParseFromString(payload)
@@ -98,10 +124,13 @@ def read_offline_run(run_dir: str | Path) -> dict:
             run = record.run
             out.update(tags=list(run.tags), group=run.run_group, job_type=run.job_type,
                        name=run.display_name)
-            out["config"].update({i.key: json.loads(i.value_json) for i in run.config.update})
+            out["config"].update(_items(run.config.update))
+        elif kind == "config":  # wandb.config.update(...) after init
+            out["config"].update(_items(record.config.update))
         elif kind == "summary":
-            out["summary"].update({i.key or "/".join(i.nested_key): json.loads(i.value_json)
-                                   for i in record.summary.update})
+            out["summary"].update(_items(record.summary.update))
+        elif kind == "history":
+            out["history"].append(_items(record.history.item))
         elif kind == "exit":
-            out["finished"] = True
+            out["finished"], out["exit_code"] = True, record.exit.exit_code
     return out

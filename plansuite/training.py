@@ -515,4 +515,9 @@ def train(spec: TrainSpec) -> dict:
     print(f"[train] {kind}: {trainer.global_step} steps in {fit_s:.1f}s, "
           f"{results['tokens_per_s']:.0f} tokens/s; export: {export}", flush=True)
     print("[train] " + json.dumps(flat), flush=True)
+    from plansuite.tracking import offline_notice
+
+    notice = offline_notice(getattr(trainer.logger, "experiment", None))  # W&B offline: where, sync
+    if notice:
+        print(notice, flush=True)
     return results

@@ -153,7 +153,7 @@ def test_k_sweep_from_the_command_line_tags_and_finishes_every_wandb_run(dataset
         (run_dir,) = (job / "wandb").glob("offline-run-*")
         run = read_offline_run(run_dir)
         assert run["finished"] and run["job_type"] == "eval" and run["name"] == job.name
-        assert {"experiment:paper_fig2_k", "domain:blocksworld", "planner:generator_verifier",
+        assert {"experiment:paper_fig2_k", "domain:blocksworld-4ops", "planner:generator_verifier",
                 "verifier_init:generator", f"k:{k}", "temperature:1.0", "seed:0"} <= set(run["tags"])
         assert run["group"] == f"paper_fig2_k/generator_verifier-generator-k{k}-t1.0"
         assert run["summary"]["grr"] == res["grr"] and run["summary"]["btr"] == res["btr"]

@@ -31,7 +31,8 @@ class ChatServer:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):  # noqa: N802 (http.server naming)
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                server.requests.append({"path": self.path, "body": body,  # header names as sent, any case
+                                        "headers": {k.title(): v for k, v in self.headers.items()}})
                 status, payload = respond(body)
                 data = json.dumps(payload).encode()
                 self.send_response(status)
@@ -81,6 +82,7 @@ def test_request_format_key_and_reply_extraction(serve, monkeypatch):
     [req] = server.requests
     assert req["path"] == "/v1/chat/completions"
     assert req["headers"]["Authorization"] == "Bearer sk-local"
+    assert req["headers"]["X-Stainless-Lang"] == "python"  # sent by the official openai SDK
     body = req["body"]
     assert (body["model"], body["temperature"], body["max_tokens"]) == ("my-model", 0.3, 77)
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
@@ -103,12 +105,12 @@ def test_feedback_becomes_a_follow_up_turn(serve):
 def test_transient_errors_are_retried_and_others_raise_one_line(serve):
     replies = iter([(503, {"error": "busy"}), chat(PROBLEM)])
     server = serve(lambda body: next(replies))
-    gen = OpenAIChatGenerator(server.url, "m", api_key_env=None, retry_wait_s=0)
+    gen = OpenAIChatGenerator(server.url, "m", api_key_env=None)
     assert gen.generate("d", "dom", None) == PROBLEM and len(server.requests) == 2
 
     bad = serve(lambda body: (400, {"error": {"message": "unknown model"}}))
     with pytest.raises(BackendError, match="HTTP 400.*unknown model"):
-        OpenAIChatGenerator(bad.url, "m", api_key_env=None, retry_wait_s=0).generate("d", "dom", None)
+        OpenAIChatGenerator(bad.url, "m", api_key_env=None).generate("d", "dom", None)
     empty = serve(lambda body: (200, {"id": "x"}))
     with pytest.raises(BackendError, match="no choices"):
         OpenAIChatGenerator(empty.url, "m", api_key_env=None).generate("d", "dom", None)
@@ -117,8 +119,18 @@ def test_transient_errors_are_retried_and_others_raise_one_line(serve):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     with pytest.raises(BackendError, match="cannot reach"):
-        OpenAIChatGenerator(f"http://127.0.0.1:{port}/v1", "m", api_key_env=None, retries=1,
-                            retry_wait_s=0).generate("d", "dom", None)
+        OpenAIChatGenerator(f"http://127.0.0.1:{port}/v1", "m", api_key_env=None,
+                            retries=1).generate("d", "dom", None)
+
+
+def test_a_slow_server_times_out_after_the_sdk_retries(serve):
+    import time
+
+    server = serve(lambda body: (time.sleep(1.5), chat(PROBLEM))[1])
+    gen = OpenAIChatGenerator(server.url, "m", api_key_env=None, timeout_s=0.3, retries=1)
+    with pytest.raises(BackendError, match="cannot reach"):
+        gen.generate("d", "dom", None)
+    assert len(server.requests) == 2  # the first try and one retry
 
 
 # ---- the CLI experiment through the HTTP backend ----------------------------------------------
@@ -160,7 +172,7 @@ def test_cli_repair_then_score_through_a_served_model(serve, tmp_path):
 
     server.close()  # the backend disappears: one clear line, exit 1, the log kept
     proc = cli("task=repair", f"data_dir={data}", "limit=4", f"out_dir={run}",
-               "backend=openai", f"backend.base_url={server.url}", "backend.model=oracle", "backend.timeout_s=2", "backend.retry_wait_s=0")
+               "backend=openai", f"backend.base_url={server.url}", "backend.model=oracle", "backend.timeout_s=2")
     assert proc.returncode == 1 and proc.stderr.strip().startswith("error:") and "cannot reach" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     assert "resuming: 3 items already done" in proc.stdout

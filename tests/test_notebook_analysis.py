@@ -8,9 +8,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 from scripted import write_toy_instances
 from test_eval_cli import evaluate_cli
+
+from plansuite.report.notebook import execute
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "analysis.ipynb"
@@ -45,9 +46,8 @@ def test_notebook_executes_on_tiny_results(results, tmp_path, monkeypatch):
     figures = tmp_path / "figures"
     monkeypatch.setenv("PLANSUITE_RESULTS", str(results))
     monkeypatch.setenv("PLANSUITE_FIGURES", str(figures))
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    NotebookClient(nb, timeout=180, kernel_name="python3",
-                   resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
+    executed = execute(NOTEBOOK, tmp_path / "executed" / "analysis.ipynb", timeout_s=180)  # make notebook
+    nb = nbformat.read(executed, as_version=4)
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     text = "\n".join(o.get("text", "") + o.get("data", {}).get("text/markdown", "") for o in outputs)
     assert "7 runs (baselines included)" in text  # 5 runs + the 2 baselines of gv-generator

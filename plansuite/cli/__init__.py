@@ -1,4 +1,5 @@
-"""Command-line entrypoints (Hydra apps). Configs live in the repository's ``conf/``."""
+"""Command-line entrypoints (Hydra apps). Configs live in the repository's ``conf/`` (shipped in
+the wheel as ``plansuite/conf``; :mod:`plansuite.config_dir`)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,27 @@ import functools
 import os
 import re
 import sys
+import warnings
 
 from plansuite import CONF_DIR as CONF_DIR  # the configs every app reads
+
+# ${plansuite.sweep_subdir:} and ${plansuite.job_out_dir:...} in conf/: one folder per multirun job.
+from plansuite.cli.sweep_dirs import register as _register_sweep_resolvers  # noqa: E402
 from plansuite.errors import PlansuiteError, clip
+
+_register_sweep_resolvers()
+
+
+def quiet_known_warnings() -> None:
+    """Two warnings every training run printed that no user can act on: Lightning calling a
+    torch API that torch 2.13 deprecates, and ModelCheckpoint missing the monitored validation
+    metric at a step checkpoint before the first validation (training validates at the end)."""
+    warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated")
+    warnings.filterwarnings("ignore",
+                            message=r"`ModelCheckpoint\(monitor=.*could not find the monitored key")
+
+
+quiet_known_warnings()
 
 # The Makefile's defaults, for the commands run without make: offline, a missing pretrained
 # backbone is one line instead of ~40 lines of hub retries (HF_HUB_OFFLINE=0 downloads).

@@ -7,6 +7,9 @@ files written under ``out_dir``.
 from __future__ import annotations
 
 import json
+import signal
+import sys
+import threading
 from pathlib import Path
 
 import hydra
@@ -34,11 +37,11 @@ from plansuite.planning.evaluate import (
     merge,
     write_results,
 )
-from plansuite.planning.loops import PlannerSpec
+from plansuite.planning.loops import PlannerSpec, feedback_source
 from plansuite.planning.optimal import OptimalLengths
 from plansuite.report.collect import verifier_init
 from plansuite.report.tables import table_header, table_row
-from plansuite.tracking import ensure_offline_default, run_group, run_tags
+from plansuite.tracking import ensure_offline_default, offline_notice, run_group, run_tags
 
 OPTIMIZABLE = ("grr", "btr")
 SUMMARY_KEYS = ("grr", "grr_ci", "btr", "btr_ci", "n_instances", "outcomes", "calls", "attempts")
@@ -97,7 +100,15 @@ def run(cfg: DictConfig) -> dict | None:
 
     out = Path(cfg.out_dir)
     common = dict(fingerprint=fingerprint, config=config, optimal=optimal)
-    results = evaluate(instances, domain, path, generator, verifier, settings(spec), out, **common)
+    # open before planning: progress is live on the dashboard and a killed run keeps it
+    tracker = open_wandb(cfg, spec, domain.name, out) if cfg.get("logger") else None
+    try:
+        results = evaluate(instances, domain, path, generator, verifier, settings(spec), out,
+                           **common, on_progress=tracker.log if tracker else None)
+    except BaseException:  # an error, Ctrl-C or SIGTERM: the run keeps what it logged, as failed
+        if tracker:
+            tracker.finish(exit_code=1)
+        raise
     baselines = {}
     for name in cfg.baselines:
         b_spec, b_gen, b_ver = baseline_planner(name, spec, generator)
@@ -108,6 +119,8 @@ def run(cfg: DictConfig) -> dict | None:
     if results is None and baselines:  # another shard may have completed the main run meanwhile
         results = merge(out, ids, spec, config, log=lambda _: None)
     if results is None or any(r is None for r in baselines.values()):
+        if tracker:
+            tracker.finish()
         return None
     if baselines:
         results["baselines"] = {n: {k: r[k] for k in SUMMARY_KEYS} for n, r in baselines.items()}
@@ -117,28 +130,35 @@ def run(cfg: DictConfig) -> dict | None:
     for name, r in baselines.items():
         print(table_row(f"  baseline {name}", r))
     print(f"[eval] wrote {out / 'results.json'}")
-    if cfg.get("logger"):
-        log_wandb(cfg, spec, results, out)
+    if tracker:
+        log_wandb(tracker, results, out)
     return results
 
 
-def log_wandb(cfg: DictConfig, spec: PlannerSpec, results: dict, out: Path) -> None:
-    """GRR, BTR, outcome counts and a per-instance table, tagged for grouping in the dashboard."""
+def open_wandb(cfg: DictConfig, spec: PlannerSpec, domain_name: str, out: Path):
+    """The evaluation's W&B run, tagged for grouping in the dashboard (``domain:`` is the PDDL
+    domain's name, as in training)."""
     ensure_offline_default()
     import wandb
 
     init = cfg.wandb.verifier_init or verifier_init({"verifier": str(cfg.verifier)},
                                                     out / "results.json")
     experiment = cfg.wandb.experiment
-    tags = run_tags(experiment=experiment, domain=cfg.domain.name, planner=spec.name,
+    tags = run_tags(experiment=experiment, domain=domain_name, planner=spec.name,
                     verifier_init=init, k=spec.k, temperature=spec.temperature, seed=cfg.seed,
-                    feedback=results["feedback"], budget=spec.budget)
+                    feedback=feedback_source(spec), budget=spec.budget)
     group = cfg.wandb.group or run_group(experiment or "eval", spec.name, init, spec.k,
                                          spec.temperature)
-    config = {**results["config"], "wandb": {**results["config"].get("wandb", {}),
-                                              "group": group, "verifier_init": init}}
-    run = wandb.init(project=cfg.logger.get("project", "plansuite"), group=group,
-                     job_type="eval", tags=tags, dir=str(out), config=config, name=out.name)
+    config = OmegaConf.to_container(cfg, resolve=True)
+    config["wandb"] = {**config.get("wandb", {}), "group": group, "verifier_init": init}
+    return wandb.init(project=cfg.logger.get("project", "plansuite"), group=group,
+                      job_type="eval", tags=tags, dir=str(out), config=config, name=out.name)
+
+
+def log_wandb(run, results: dict, out: Path) -> None:
+    """GRR, BTR, their intervals, outcome counts and a per-instance table; closes the run."""
+    import wandb
+
     metrics = {"grr": results["grr"], "btr": results["btr"],
                "grr_ci_low": results["grr_ci"][0], "grr_ci_high": results["grr_ci"][1],
                "btr_ci_low": results["btr_ci"][0], "btr_ci_high": results["btr_ci"][1],
@@ -159,6 +179,9 @@ def log_wandb(cfg: DictConfig, spec: PlannerSpec, results: dict, out: Path) -> N
     run.log({**metrics, "instances": wandb.Table(columns=columns, data=rows)})
     run.summary.update(metrics)
     run.finish()
+    notice = offline_notice(run)
+    if notice:
+        print(notice)
 
 
 def objective(cfg: DictConfig, results: dict | None) -> float | None:
@@ -167,9 +190,18 @@ def objective(cfg: DictConfig, results: dict | None) -> float | None:
     return float(results[metric]) if metric and results is not None else None
 
 
+def exit_on_sigterm() -> None:
+    """``kill``, ``timeout`` and SLURM stop a job with SIGTERM, which by default ends Python at
+    once; end through ``finally``/``except`` instead (as Ctrl-C does), so the W&B run is closed
+    with what it logged. Only SIGKILL still loses W&B's unwritten rows (the journal has all)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
+
+
 @hydra_errors("eval")
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="eval")
 def main(cfg: DictConfig) -> float | None:
+    exit_on_sigterm()
     return objective(cfg, run(cfg))
 
 

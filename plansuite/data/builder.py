@@ -54,6 +54,7 @@ from plansuite.errors import ConfigError
 from plansuite.jsonl import iter_jsonl
 from plansuite.pddl.model import Atom, Domain, Problem, atom_text, problem_to_pddl
 from plansuite.pddl.simulator import TaskCache
+from plansuite.progress import eta, format_eta
 
 SCHEMA_VERSION = 1
 
@@ -254,6 +255,7 @@ def _write_split(pool, folder: Path, split: str, n_states: int, spec: DatasetSpe
                      keys is not None))
     stats: Counter = Counter()
     traj_id = 0
+    start = time.perf_counter()
     with contextlib.ExitStack() as files:
         ft = files.enter_context(open(folder / "trajectories.jsonl", "w"))
         fv = files.enter_context(open(folder / "verifier.jsonl", "w"))
@@ -270,7 +272,9 @@ def _write_split(pool, folder: Path, split: str, n_states: int, spec: DatasetSpe
             if keys is not None:
                 keys.update(chunk_keys)
             if done % max(1, len(jobs) // 10) == 0 or done == len(jobs):
-                progress(f"[data] {split}: {done}/{len(jobs)} chunks, {traj_id} trajectories")
+                left = eta(done, len(jobs), time.perf_counter() - start)
+                progress(f"[data] {split}: {done}/{len(jobs)} chunks, {traj_id} trajectories, "
+                         f"ETA {format_eta(left)}")
     stats["initial_states"] = n_states
     stats["trajectories"] = traj_id
     return stats

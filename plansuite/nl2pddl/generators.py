@@ -22,12 +22,8 @@ Any other class works with ``backend._target_=my.module.MyGenerator`` plus its a
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -146,7 +142,10 @@ def chat_messages(description: str, domain_text: str, feedback: Feedback | None)
 
 
 class OpenAIChatGenerator:
-    """Chat completions over HTTP (``POST {base_url}/chat/completions``), stdlib only.
+    """Chat completions through the official ``openai`` SDK (the ``openai`` extra), at any
+    OpenAI-compatible ``base_url``: the SDK retries connection errors, timeouts, HTTP 408, 409,
+    429 and 5xx with exponential back-off (``retries`` times) and bounds each request by
+    ``timeout_s``.
 
     The API key is read from the environment variable named by ``api_key_env`` (never stored in
     a config); no key means no ``Authorization`` header (typical for local servers).
@@ -154,41 +153,40 @@ class OpenAIChatGenerator:
 
     def __init__(self, base_url: str, model: str, api_key_env: str | None = "OPENAI_API_KEY",
                  temperature: float = 0.0, max_tokens: int = 1024, timeout_s: float = 120.0,
-                 retries: int = 2, retry_wait_s: float = 2.0):
+                 retries: int = 2):
+        try:
+            import openai
+        except ImportError as exc:
+            raise BackendError("backend=openai needs the openai package "
+                               "(pip install 'plansuite[openai]')") from exc
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model, self.temperature, self.max_tokens = model, temperature, max_tokens
-        self.timeout_s, self.retries, self.retry_wait_s = timeout_s, retries, retry_wait_s
-        self.api_key = os.environ.get(api_key_env) if api_key_env else None
+        api_key = os.environ.get(api_key_env) if api_key_env else None
+        # The SDK insists on a key; without one, each request omits the header it would build.
+        self.request_headers = None if api_key else {"Authorization": openai.Omit()}
+        self.client = openai.OpenAI(api_key=api_key or "unused", base_url=base_url,
+                                    timeout=timeout_s, max_retries=retries)
+        self._errors = openai
 
     def generate(self, description: str, domain_text: str, feedback: Feedback | None) -> str:
-        body = {"model": self.model, "messages": chat_messages(description, domain_text, feedback),
-                "temperature": self.temperature, "max_tokens": self.max_tokens}
-        reply = self._post(body)
+        errors = self._errors
         try:
-            content = reply["choices"][0]["message"]["content"]
-        except (KeyError, IndexError, TypeError) as exc:
+            reply = self.client.chat.completions.create(
+                model=self.model, messages=chat_messages(description, domain_text, feedback),
+                temperature=self.temperature, max_tokens=self.max_tokens,
+                extra_headers=self.request_headers)
+        except errors.APIStatusError as exc:
+            detail = (exc.response.text or "")[:200].strip()
+            raise BackendError(f"{self.url}: HTTP {exc.status_code} {detail}") from exc
+        except errors.APIConnectionError as exc:  # timeouts included
+            cause = exc.__cause__ or exc
+            raise BackendError(f"{self.url}: cannot reach the server ({cause})") from exc
+        except errors.OpenAIError as exc:  # e.g. a reply that is not JSON
+            raise BackendError(f"{self.url}: {type(exc).__name__}: {exc}") from exc
+        try:
+            content = reply.choices[0].message.content
+        except (AttributeError, IndexError, TypeError) as exc:
+            text = reply.model_dump_json() if hasattr(reply, "model_dump_json") else str(reply)
             raise BackendError(f"{self.url}: reply has no choices[0].message.content "
-                               f"({json.dumps(reply)[:120]})") from exc
+                               f"({text[:120]})") from exc
         return extract_problem(content or "")
-
-    def _post(self, body: dict) -> dict:
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        request = urllib.request.Request(self.url, json.dumps(body).encode(), headers, method="POST")
-        for attempt in range(self.retries + 1):
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                    return json.loads(response.read().decode())
-            except urllib.error.HTTPError as exc:
-                detail = exc.read().decode(errors="replace")[:200].strip()
-                if exc.code not in (429, 500, 502, 503, 504) or attempt == self.retries:
-                    raise BackendError(f"{self.url}: HTTP {exc.code} {detail}") from exc
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-                if attempt == self.retries:
-                    reason = getattr(exc, "reason", exc)
-                    raise BackendError(f"{self.url}: cannot reach the server ({reason})") from exc
-            except json.JSONDecodeError as exc:
-                raise BackendError(f"{self.url}: reply is not JSON") from exc
-            time.sleep(self.retry_wait_s * (attempt + 1))
-        raise AssertionError("unreachable")

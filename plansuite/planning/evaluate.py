@@ -44,6 +44,7 @@ from plansuite.planning.metrics import summarize
 from plansuite.planning.optimal import OptimalLengths
 from plansuite.planning.outcomes import Outcome, judge_plan, plan_actions
 from plansuite.planning.protocols import Generator, Verifier
+from plansuite.progress import ProgressReport
 
 ENGINES = ("batched", "sequential")
 
@@ -96,32 +97,38 @@ def instance_record(ctx: InstanceContext, result: EpisodeResult, problem: Path,
 
 
 class Progress:
-    """A line every ``every_s`` seconds: done/total, outcomes so far, throughput."""
+    """Done/total, outcomes so far, BTR, throughput and an ETA: a bar on a terminal, else a
+    line every ``every_s`` seconds (:class:`plansuite.progress.ProgressReport`)."""
 
-    def __init__(self, label: str, total: int, every_s: float, log: Callable[[str], None]):
-        self.label, self.total, self.every_s, self.log = label, total, every_s, log
-        self.start = self.last = time.perf_counter()
+    def __init__(self, label: str, total: int, every_s: float, log: Callable[[str], None],
+                 on_update: Callable[[dict], None] | None = None):
+        self.on_update = on_update  # e.g. a W&B run's log: the running rates after each instance
+        self.report = ProgressReport(f"[eval] {label}", total, every_s, log, unit="instance")
+        self.start = time.perf_counter()
         self.done, self.attempts, self.outcomes = 0, 0, Counter()
 
     def update(self, record: dict) -> None:
         self.done += 1
         self.attempts += record["attempts"]
         self.outcomes[record["outcome"]] += 1
-        now = time.perf_counter()
-        if now - self.last >= self.every_s or self.done == self.total:
-            self.last = now
-            secs = max(now - self.start, 1e-9)
-            self.log(f"[eval] {self.label}: {self.done}/{self.total} | success "
-                     f"{self.outcomes['success']} ({self.outcomes['success'] / self.done:.2f}) | "
-                     f"{self.done / secs:.2f} instances/s | {self.attempts / secs:.1f} attempts/s")
+        success = self.outcomes["success"]
+        bad = sum(c for o, c in self.outcomes.items() if Outcome(o).bad_transition)
+        if self.on_update is not None:
+            self.on_update({"progress/done": self.done, "progress/total": self.report.total,
+                            "progress/grr": success / self.done, "progress/btr": bad / self.done})
+        secs = max(time.perf_counter() - self.start, 1e-9)
+        self.report.update(1, success=f"{success} ({success / self.done:.2f})",
+                           btr=f"{bad / self.done:.2f}", attempts=f"{self.attempts / secs:.1f}/s")
 
 
 def evaluate(instances: Sequence[Instance], domain: Domain, domain_file: str | Path,
              generator: Generator, verifier: Verifier | None, settings: EvalSettings,
              out_dir: str | Path, fingerprint: dict | None = None, config: dict | None = None,
              optimal: OptimalLengths | None = None,
-             log: Callable[[str], None] = print) -> dict | None:
-    """Run this shard's unfinished instances; return the merged results once all are done."""
+             log: Callable[[str], None] = print,
+             on_progress: Callable[[dict], None] | None = None) -> dict | None:
+    """Run this shard's unfinished instances; return the merged results once all are done.
+    ``on_progress`` gets the running counts and rates of this session after every instance."""
     spec = settings.planner
     check_verifier(spec, verifier)
     ids = [inst.id for inst in instances]
@@ -151,7 +158,8 @@ def evaluate(instances: Sequence[Instance], domain: Domain, domain_file: str | P
             f"{time.perf_counter() - session_start:.1f}s")
 
     by_id = {inst.id: inst for inst in mine}
-    progress = Progress(f"{spec.name} shard {settings.rank}", len(mine), settings.progress_every_s, log)
+    progress = Progress(f"{spec.name} shard {settings.rank}", len(mine), settings.progress_every_s, log,
+                        on_progress)
 
     def finish(ctx: InstanceContext, result: EpisodeResult, elapsed_s: float) -> None:
         inst = by_id[ctx.id]

@@ -1,6 +1,8 @@
 """Every table the suite prints or writes, in one place.
 
-- Table 1 (planners) and Table 2 (V_base vs V_generator) over result rows, for the report;
+- Table 1 (planners) and Table 2 (V_base vs V_generator) over result rows, for the report:
+  Table 1 lists every run; Table 2 has one cell per (planner, k, τ, verifier init), whose runs
+  (usually one per seed) are aggregated, never dropped (:class:`Cell`);
 - the one-line-per-run console table of ``plansuite-eval`` (:func:`table_header`, :func:`table_row`);
 - GRR at equal call budgets (:func:`sample_efficiency_table`, :mod:`plansuite.planning.budget`);
 - the skill rounds (:func:`rounds_table`, ``rounds.md`` of :mod:`plansuite.skills.rounds`).
@@ -8,8 +10,12 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from statistics import mean, stdev
 
+from plansuite.planning.metrics import wilson_interval
 from plansuite.planning.outcomes import Outcome
 from plansuite.report.collect import Row
 
@@ -80,20 +86,91 @@ def table1(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
     return headers, body
 
 
+# Two-sided 95 % quantiles of Student's t by degrees of freedom (the interval of a mean over a
+# handful of seeds is much wider than the normal one); beyond the table the normal 1.96.
+T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
+         9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042, 60: 2.000, 120: 1.980}
+
+
+def t_quantile(df: int) -> float:
+    """The 97.5 % quantile of t with ``df`` degrees of freedom (the nearest tabulated df below:
+    a slightly wider, never narrower, interval).
+
+    >>> t_quantile(2), t_quantile(11), t_quantile(1000)
+    (4.303, 2.228, 1.96)
+    """
+    if df > max(T_975):
+        return 1.96
+    return T_975[max(d for d in T_975 if d <= df)]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """The runs of one table cell, e.g. the three seeds of V_base at generator_verifier, k=25."""
+
+    runs: tuple[Row, ...]
+
+    def mean(self, metric: str) -> float:
+        return mean(getattr(r, metric) for r in self.runs)
+
+    def seed_interval(self, metric: str) -> tuple[float, float] | None:
+        """95 % t-interval of the mean over runs (``None`` for a single run).
+
+        >>> rows = [Row("r", "p", "base", 1, 1.0, s, 10, g, (0, 1), 0.0, (0, 1), {}, {})
+        ...         for s, g in enumerate((0.4, 0.5, 0.6))]
+        >>> Cell(tuple(rows)).seed_interval("grr")
+        (0.2516, 0.7484)
+        """
+        values = [getattr(r, metric) for r in self.runs]
+        if len(values) < 2:
+            return None
+        half = t_quantile(len(values) - 1) * stdev(values) / math.sqrt(len(values))
+        centre = mean(values)
+        return round(max(0.0, centre - half), 4), round(min(1.0, centre + half), 4)
+
+    def pooled(self, metric: str) -> tuple[float, tuple[float, float]]:
+        """The rate over every instance of every run and its Wilson interval (runs on the same
+        instances are not independent draws: read it next to :meth:`seed_interval`)."""
+        hits = sum(round(getattr(r, metric) * r.n) for r in self.runs)
+        total = sum(r.n for r in self.runs)
+        return (hits / total if total else 0.0), wilson_interval(hits, total)
+
+    def describe(self, metric: str) -> str:
+        """One run: ``0.620 [0.522, 0.709]`` (its per-instance interval); several: the mean,
+        the interval across runs and the pooled per-instance interval."""
+        seeds = self.seed_interval(metric)
+        value, pooled = self.pooled(metric)
+        if seeds is None:
+            return fmt_ci(value, pooled)
+        return (f"{self.mean(metric):.3f} [{seeds[0]:.3f}, {seeds[1]:.3f}] across runs; "
+                f"pooled {fmt_ci(value, pooled)}")
+
+
+def cells(rows: list[Row]) -> dict[tuple[str, int, float, str], Cell]:
+    """Rows grouped by (planner, k, τ, verifier init), each group in seed order."""
+    groups: dict[tuple[str, int, float, str], list[Row]] = {}
+    for r in rows:
+        groups.setdefault((r.planner, r.k, r.temperature, r.verifier_init), []).append(r)
+    return {key: Cell(tuple(sorted(rs, key=lambda r: (r.seed, r.path))))
+            for key, rs in sorted(groups.items())}
+
+
 def table2(rows: list[Row]) -> tuple[list[str], list[list[str]]] | None:
-    """V_base vs V_generator side by side for each (planner, k, τ) that has both."""
-    learned = [r for r in rows if r.verifier_init in ("base", "generator")]
-    keys = sorted({(r.planner, r.k, r.temperature) for r in learned})
+    """V_base vs V_generator side by side for each (planner, k, τ) that has both; a cell with
+    several runs (seeds) shows their mean, the interval across them and the pooled interval, and
+    ``runs`` says how many each side holds."""
+    grouped = cells([r for r in rows if r.verifier_init in ("base", "generator")])
     body = []
-    for planner, k, tau in keys:
-        pair = {r.verifier_init: r for r in learned if (r.planner, r.k, r.temperature) == (planner, k, tau)}
-        if {"base", "generator"} <= set(pair):
-            b, g = pair["base"], pair["generator"]
-            body.append([planner, str(k), f"{tau:g}", fmt_ci(b.grr, b.grr_ci), fmt_ci(g.grr, g.grr_ci),
-                         fmt_ci(b.btr, b.btr_ci), fmt_ci(g.btr, g.btr_ci)])
+    for planner, k, tau in sorted({key[:3] for key in grouped}):
+        base, gen = grouped.get((planner, k, tau, "base")), grouped.get((planner, k, tau, "generator"))
+        if base and gen:
+            body.append([planner, str(k), f"{tau:g}", f"{len(base.runs)} / {len(gen.runs)}",
+                         base.describe("grr"), gen.describe("grr"), base.describe("btr"),
+                         gen.describe("btr")])
     if not body:
         return None
-    return ["planner", "k", "τ", "GRR V_base", "GRR V_generator", "BTR V_base", "BTR V_generator"], body
+    return ["planner", "k", "τ", "runs (base / generator)", "GRR V_base", "GRR V_generator",
+            "BTR V_base", "BTR V_generator"], body
 
 
 SHORT = {"success": "success", "bad_action": "bad_act", "bad_next_state": "bad_nxt",
@@ -101,15 +178,16 @@ SHORT = {"success": "success", "bad_action": "bad_act", "bad_next_state": "bad_n
 
 
 def table_header() -> str:
-    return (f"{'planner':<30} {'GRR [95% CI]':<21} "
+    return (f"{'planner':<30} {'GRR [95% CI]':<21} {'BTR [95% CI]':<21} "
             + " ".join(f"{SHORT[x.value]:>7}" for x in Outcome) + f" {'gen_calls':>9}")
 
 
 def table_row(name: str, results: dict) -> str:
-    """A Table-1-style line: GRR with its CI, every outcome count, generator calls."""
+    """A Table-1-style line: GRR and BTR with their CIs, every outcome count, generator calls."""
     o = results["outcomes"]
-    lo, hi = results["grr_ci"]
-    return (f"{name:<30} {results['grr']:.3f} [{lo:.3f}, {hi:.3f}] "
+    rates = " ".join(f"{results[m]:.3f} [{results[m + '_ci'][0]:.3f}, {results[m + '_ci'][1]:.3f}]"
+                     for m in ("grr", "btr"))
+    return (f"{name:<30} {rates} "
             + " ".join(f"{o[x.value]:>7}" for x in Outcome)
             + f" {results['calls']['generator']:>9}")
 
