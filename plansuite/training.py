@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 from plansuite.data.generator_recipes import FinetuneConfig
 from plansuite.data.verifier_recipes import OnPolicyConfig
 from plansuite.errors import ConfigError, PlansuiteError
+from plansuite.jsonl import write_atomic
 from plansuite.models.backbone import BackboneConfig
 from plansuite.models.optim import OptimConfig
 from plansuite.pddl.model import Domain
@@ -203,9 +204,76 @@ def is_child_process() -> bool:
     return int(os.environ.get("LOCAL_RANK", 0)) > 0 or int(os.environ.get("NODE_RANK", 0)) > 0
 
 
+RUN_SETTINGS = "run_settings.json"  # beside the checkpoints: what they were trained with
+# Trainer keys that change how a run reports, not what it learns: a resume may change them.
+REPORTING_KEYS = ("enable_progress_bar", "log_every_n_steps", "enable_model_summary",
+                  "num_sanity_val_steps", "default_root_dir")
+
+
+def result_settings(spec: TrainSpec) -> dict:
+    """The settings that decide the trained weights: dataset, model, trainer, seed (not logging,
+    progress, checkpoint cadence or data-loader workers)."""
+    trainer = {k: v for k, v in spec.trainer.items() if k not in REPORTING_KEYS}
+    return json.loads(json.dumps({"data_dir": str(spec.data_dir.resolve()), "seed": spec.seed,
+                                  "model": dataclasses.asdict(spec.model), "trainer": trainer},
+                                 default=str))
+
+
+def _flat(d: Mapping, prefix: str = "") -> dict[str, Any]:
+    """``{"model": {"optim": {"lr": 1}}}`` -> ``{"model.optim.lr": 1}``.
+
+    >>> _flat({"model": {"optim": {"lr": 1}}, "seed": 0})
+    {'model.optim.lr': 1, 'seed': 0}
+    """
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, Mapping):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def check_resume_settings(spec: TrainSpec) -> None:
+    """A resume must train on with the settings its checkpoints were trained with: otherwise the
+    export would mix old weights with new settings and record only the new ones. One line naming
+    the differing keys; ``ckpt_path=fresh`` starts over instead (the old checkpoints kept aside)."""
+    path = spec.out_dir / "checkpoints" / RUN_SETTINGS
+    if not path.is_file():
+        return  # checkpoints from before this check: nothing to compare with
+    old, new = _flat(json.loads(path.read_text())), _flat(result_settings(spec))
+    changed = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+    if changed:
+        what = "; ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in changed[:4])
+        more = f" (+{len(changed) - 4} more)" if len(changed) > 4 else ""
+        raise ConfigError(f"{spec.out_dir}: cannot resume: its checkpoints were trained with other "
+                          f"settings ({what}{more}); restore them, choose another out_dir, or "
+                          "start over with ckpt_path=fresh")
+
+
+def write_run_settings(spec: TrainSpec) -> None:
+    folder = spec.out_dir / "checkpoints"
+    folder.mkdir(parents=True, exist_ok=True)
+    write_atomic(folder / RUN_SETTINGS, json.dumps(result_settings(spec), indent=2, sort_keys=True))
+
+
+def start_fresh(out_dir: Path) -> None:
+    """``ckpt_path=fresh``: move earlier checkpoints aside (never delete work) and start over."""
+    folder = out_dir / "checkpoints"
+    if folder.is_dir() and any(folder.iterdir()):
+        aside = out_dir / f"checkpoints.old-{time.strftime('%Y%m%d-%H%M%S')}"
+        os.replace(folder, aside)
+        print(f"[train] ckpt_path=fresh: earlier checkpoints moved to {aside}", flush=True)
+
+
 def resolve_resume(ckpt_path: str | None, out_dir: Path) -> str | None:
-    """``last`` -> ``out_dir/checkpoints/last.ckpt`` when it exists (else a fresh start)."""
+    """``last`` -> ``out_dir/checkpoints/last.ckpt`` when it exists (else a fresh start);
+    ``fresh`` -> a fresh start, earlier checkpoints moved aside."""
     last = out_dir / "checkpoints" / "last.ckpt"
+    if ckpt_path == "fresh":
+        if not is_child_process():
+            start_fresh(out_dir)
+        return None
     if ckpt_path in (None, "", "null"):
         if not is_child_process() and any((out_dir / "checkpoints").glob("*.ckpt")):
             raise ConfigError(f"{out_dir}: has checkpoints from an earlier run; resume with "
@@ -479,7 +547,11 @@ def train(spec: TrainSpec) -> dict:
     manifest = load_manifest(data_dir)
     domain = load_domain(data_dir / "domain.pddl")
     ckpt_path = resolve_resume(spec.ckpt_path, out_dir)
+    if ckpt_path and Path(ckpt_path).resolve().parent == (out_dir / "checkpoints").resolve():
+        check_resume_settings(spec)
     resumed_from = _checkpoint_step(ckpt_path) if ckpt_path else None
+    if not ckpt_path and not is_child_process():
+        write_run_settings(spec)
     set_cpu_threads(spec.trainer)
     L.seed_everything(spec.seed, workers=True, verbose=False)
     module, dm, tokenizer, meta = build(spec, domain)

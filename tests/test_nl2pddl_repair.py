@@ -140,9 +140,11 @@ def test_run_log_resume_and_scores(data_dir, tmp_path):
     assert first["attempt"] == 1 and first["feedback"] is None and first["success"] is False
     assert first["diagnostics"][0]["kind"] == "undeclared-predicate" and first["text"]
 
-    resumed = OracleGenerator(pairs)
-    run_repair(pairs, resumed, checker, out, 3, progress=lambda _: None)
+    resumed, lines = OracleGenerator(pairs), []
+    run_repair(pairs, resumed, checker, out, 3, progress=lines.append)
     assert resumed.calls == 2 * 4  # items 3-6 only, two attempts each
+    assert lines[0].startswith("[nl2pddl] resuming: 2 items already done, 4 to go")
+    assert lines[-1].startswith("[nl2pddl] 4/4 ") and lines[-1].endswith("ETA 0s)"), lines
     rows = [json.loads(line) for line in (out / ATTEMPTS).read_text().splitlines()]
     assert [r["item"] for r in rows if r["stop"]] == [p.id for p in pairs]
     assert len(rows) == 12 and all(r["stop"] in (None, "success") for r in rows)

@@ -202,3 +202,23 @@ def test_the_model_configs_are_the_typed_defaults(kind, tmp_path):
     assert spec.model == MODEL_CONFIGS[kind]()
     derived = {"default_root_dir": str(tmp_path), "max_epochs": spec.model.epochs}
     assert spec.trainer == {**CPU_TRAINER, **derived}
+
+
+def test_resume_with_changed_settings_names_the_key_and_fresh_starts_over(data_dir, tmp_path,
+                                                                          capsys):
+    common = [*SMALL, "trainer.max_steps=3", "model.val_greedy=2", "ckpt_path=last"]
+    run(config(data_dir, tmp_path, *common, "model.optim.lr=1e-3"))
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        run(config(data_dir, tmp_path, *common, "model.optim.lr=2e-3"))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "model.optim.lr: 0.001 -> 0.002" in err[0], err
+    # settings that only change reporting may differ on a resume
+    run(config(data_dir, tmp_path, *common, "model.optim.lr=1e-3", "trainer.log_every_n_steps=7",
+               "progress_every_n_steps=5"))
+    results = run(config(data_dir, tmp_path, *SMALL, "trainer.max_steps=3", "model.val_greedy=2",
+                         "ckpt_path=fresh", "model.optim.lr=2e-3"))
+    assert results["resumed_from_step"] is None
+    assert list(tmp_path.glob("checkpoints.old-*"))
+    assert json.loads((tmp_path / "export" / "plansuite.json").read_text())["config"]["model"][
+        "optim"]["lr"] == 2e-3

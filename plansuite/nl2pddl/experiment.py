@@ -28,6 +28,7 @@ from plansuite.nl2pddl.repair import repair
 from plansuite.nl2pddl.round_metrics import gap_table, round_metrics, score_attempt
 from plansuite.pddl.model import Domain
 from plansuite.pddl.parse import parse_problem
+from plansuite.progress import eta, format_eta
 
 ATTEMPTS, SCORES, METRICS_JSON, METRICS_MD = "attempts.jsonl", "scores.jsonl", "metrics.json", "metrics.md"
 
@@ -61,8 +62,10 @@ def run_repair(pairs: list[Pair], generator: ProblemGenerator, checker: Operatio
                 f.flush()
 
             result = repair(pair.description, generator, checker, max_attempts, write)
+            elapsed = time.perf_counter() - start
             progress(f"[nl2pddl] {i}/{len(todo)} {pair.id}: {len(result.attempts)} attempt(s), "
-                     f"stop={result.stop} ({time.perf_counter() - start:.0f}s)")
+                     f"stop={result.stop} ({elapsed:.0f}s, ETA "
+                     f"{format_eta(eta(i, len(todo), elapsed))})")
     return log
 
 
