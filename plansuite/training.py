@@ -204,7 +204,7 @@ def is_child_process() -> bool:
     return int(os.environ.get("LOCAL_RANK", 0)) > 0 or int(os.environ.get("NODE_RANK", 0)) > 0
 
 
-RUN_SETTINGS = "run_settings.json"  # beside the checkpoints: what they were trained with
+RUN_SETTINGS = "run_settings.json"  # in out_dir: what its checkpoints were trained with
 # Trainer keys that change how a run reports, not what it learns: a resume may change them.
 REPORTING_KEYS = ("enable_progress_bar", "log_every_n_steps", "enable_model_summary",
                   "num_sanity_val_steps", "default_root_dir")
@@ -238,7 +238,7 @@ def check_resume_settings(spec: TrainSpec) -> None:
     """A resume must train on with the settings its checkpoints were trained with: otherwise the
     export would mix old weights with new settings and record only the new ones. One line naming
     the differing keys; ``ckpt_path=fresh`` starts over instead (the old checkpoints kept aside)."""
-    path = spec.out_dir / "checkpoints" / RUN_SETTINGS
+    path = spec.out_dir / RUN_SETTINGS
     if not path.is_file():
         return  # checkpoints from before this check: nothing to compare with
     old, new = _flat(json.loads(path.read_text())), _flat(result_settings(spec))
@@ -252,9 +252,10 @@ def check_resume_settings(spec: TrainSpec) -> None:
 
 
 def write_run_settings(spec: TrainSpec) -> None:
-    folder = spec.out_dir / "checkpoints"
-    folder.mkdir(parents=True, exist_ok=True)
-    write_atomic(folder / RUN_SETTINGS, json.dumps(result_settings(spec), indent=2, sort_keys=True))
+    # Not in checkpoints/: Lightning warns about a checkpoint folder that is not empty.
+    spec.out_dir.mkdir(parents=True, exist_ok=True)
+    write_atomic(spec.out_dir / RUN_SETTINGS,
+                 json.dumps(result_settings(spec), indent=2, sort_keys=True))
 
 
 def start_fresh(out_dir: Path) -> None:
