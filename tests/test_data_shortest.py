@@ -78,7 +78,7 @@ def test_plans_are_optimal_on_a_hand_case():
     task = TaskCache(domain).get(objects, init)
     plan = planner.plan(task, task.encode_atoms(init), task.encode_atoms(goal))
     assert plan is not None and len(plan) == 6
-    assert task.check_plan([task.actions[a] for a in plan], task.encode_atoms(init)).final \
+    assert task.check_plan([task.actions[a] for a in plan.actions], task.encode_atoms(init)).final \
         == task.encode_atoms(goal)
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from plansuite.data.explorer import Walk
 from plansuite.data.load import SHORTEST_FILE, pair_key
 from plansuite.errors import ConfigError
-from plansuite.pddl.model import Domain, Problem, problem_to_pddl
+from plansuite.pddl.model import Domain, Problem, parse_atom_text, problem_to_pddl
 from plansuite.pddl.simulator import GroundTask
 
 
@@ -66,11 +66,11 @@ class ShortestPaths:
         with _quiet_c_stdout():
             self._domain = pymimir.Domain(self._file.name)
 
-    def plan(self, task: GroundTask, start: int, goal: int) -> list[int] | None:
-        """Action ids of a plan from ``start`` to exactly ``goal``, replayed and checked by ``task``
-        (``None`` when the search gives up or its plan does not check out)."""
-        goal_atoms = frozenset(tuple(t[1:-1].split()) for t in task.decode(goal))
-        init_atoms = frozenset(tuple(t[1:-1].split()) for t in task.decode(start))
+    def plan(self, task: GroundTask, start: int, goal: int) -> Walk | None:
+        """A plan from ``start`` to exactly ``goal`` with the states it passes, replayed and
+        checked by ``task`` (``None`` when the search gives up or its plan does not check out)."""
+        goal_atoms = frozenset(parse_atom_text(t) for t in task.decode(goal))
+        init_atoms = frozenset(parse_atom_text(t) for t in task.decode(start))
         problem = Problem("shortest", self.domain.name, dict(task.problem.objects), init_atoms,
                           goal_atoms)
         m = self.mimir
@@ -84,30 +84,27 @@ class ShortestPaths:
         actions = [task.action_id(str(a)) for a in result.solution]
         if any(a is None for a in actions):
             return None
-        state = start
+        states = [start]
         for a in actions:
-            if not task.is_applicable(state, a):
+            if not task.is_applicable(states[-1], a):
                 return None
-            state = task.apply(state, a)
-        return actions if state == goal else None
+            states.append(task.apply(states[-1], a))
+        return Walk(states, actions) if states[-1] == goal else None
 
     def shorten(self, task: GroundTask, walk: Walk, stats: Counter) -> Walk:
         """The walk with its steps replaced by a plan to its end state, when one is shorter or
         as short (states and actions as in :class:`Walk`); else the walk itself."""
         if len(walk) <= 1:
             return walk
-        actions = self.plan(task, walk.states[0], walk.states[-1])
-        if actions is None:
+        path = self.plan(task, walk.states[0], walk.states[-1])
+        if path is None:
             stats["shortest_failed"] += 1
             return walk
-        if len(actions) > len(walk):
+        if len(path) > len(walk):
             stats["shortest_longer_than_walk"] += 1
             return walk
-        states = [walk.states[0]]
-        for a in actions:
-            states.append(task.apply(states[-1], a))
-        stats["shortest_steps_saved"] += len(walk) - len(actions)
-        return Walk(states, actions)
+        stats["shortest_steps_saved"] += len(walk) - len(path)
+        return path
 
 
 def drop_leaked(path: Path, instance_keys: set[bytes]) -> int:

@@ -14,10 +14,10 @@ planned the same instances with the same seed, from the per-instance outcomes in
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from plansuite.jsonl import iter_jsonl
 from plansuite.planning.metrics import paired_difference
 from plansuite.report.collect import Row
 
@@ -71,12 +71,7 @@ def _successes(row: Row) -> dict[str, bool] | None:
     path = Path(row.path) / "instances.jsonl"
     if not path.is_file():
         return None
-    out = {}
-    for line in path.read_text().splitlines():
-        if line.strip():
-            rec = json.loads(line)
-            out[rec["id"]] = rec["outcome"] == "success"
-    return out
+    return {rec["id"]: rec["outcome"] == "success" for rec in iter_jsonl(path)}
 
 
 def is_baseline(row: Row) -> bool:
