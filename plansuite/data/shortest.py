@@ -14,6 +14,12 @@ byte those of ``shortest_paths=false``; a shortest path whose ``(state, goal)`` 
 or validation instance is dropped (counted in the manifest). Ground truth stays with our
 simulator: every plan is replayed by :class:`GroundTask` and must end in the walk's end state,
 or the walk is kept as it was.
+
+Known defect: pymimir's A* breaks ties between equally good plans differently from one process
+to the next (measured: three runs over the same 30 walks, three different plan sets, with the
+same lengths), so ``shortest.jsonl`` is not byte-reproducible, although its plan lengths and
+everything else in the dataset are. A deterministic tie-break (our own search over the bit-set
+simulator, or a canonical pass over pymimir's plan) is still to be written.
 """
 
 from __future__ import annotations
