@@ -85,7 +85,7 @@ class VerifierConfig:
     init: str = "base"  # base | generator (the generator export's weights)
     generator_dir: str | None = None  # for init=generator and recipe=onpolicy; adds the on-policy val set
     recipe: str = "random"  # random | relabel | hard | onpolicy: plansuite/data/verifier_recipes.py
-    input_kind: str = "state_action"  # state_action | state_action_next (onpolicy only)
+    input_kind: str = "state_action"  # state_action | state_action_next | state_action_diff (the last two: onpolicy only)
     onpolicy: OnPolicyConfig = field(default_factory=OnPolicyConfig)
     calibrate_on: str = "auto"  # validation set for the threshold: onpolicy if present, else random
     batch_size: int = 32
@@ -402,7 +402,8 @@ def build_generator(spec: TrainSpec, domain: Domain) -> Built:
 
 
 def build_verifier(spec: TrainSpec, domain: Domain) -> Built:
-    from plansuite.data.verifier_recipes import INPUT_KINDS, val_set_names
+    from plansuite.data.verifier_recipes import EXTRA_TOKENS, INPUT_KINDS, val_set_names
+    from plansuite.models.backbone import add_tokens
     from plansuite.models.datamodules import VerifierDataModule
     from plansuite.models.verifier import VerifierModule
 
@@ -419,6 +420,7 @@ def build_verifier(spec: TrainSpec, domain: Domain) -> Built:
     else:
         tokenizer = make_tokenizer(m.backbone, domain, spec.data_dir)
         model = make_model(m.backbone, "classifier", tokenizer)
+    add_tokens(model, tokenizer, EXTRA_TOKENS.get(m.input_kind, ()))
     dm = VerifierDataModule(spec.data_dir, domain, tokenizer, model.config.n_positions, m.recipe,
                             m.input_kind, m.batch_size, m.generator_dir, m.onpolicy,
                             spec.out_dir / "data", spec.num_workers, spec.seed)

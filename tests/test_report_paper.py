@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from plansuite.report.collect import load_rows
-from plansuite.report.paper import paired_table, paper_table
+from plansuite.report.paper import ablation_table, paired_table, paper_table
 
 
 def write_run(root, name, planner, verifier, successes, instances_dir, seed=0, k=25):
@@ -47,3 +47,20 @@ def test_paper_numbers_only_beside_runs_on_the_papers_instances(tmp_path):
     headers, body = paper_table(load_rows([tmp_path / "a"]))
     assert body[0][headers.index("GRR paper")] == "0.375"
     assert paper_table(load_rows([tmp_path / "b"])) is None
+
+
+def test_ablation_steps_are_paired_and_missing_runs_skipped(tmp_path):
+    paper = tmp_path / "paper-blocksworld-test"
+    write_run(tmp_path / "eval", "generator-paper", "generator", "none", [True] * 5 + [False] * 15, paper)
+    write_run(tmp_path / "eval", "generator", "generator", "none", [True] * 5 + [True, False] * 5
+              + [False] * 5, paper)
+    steps = [["eval/generator", "eval/generator-paper", "shortest paths"],
+             ["eval/refine", "eval/generator", "refine"]]  # no eval/refine: skipped
+    headers, body = ablation_table(tmp_path, steps)
+    assert len(body) == 1
+    row = dict(zip(headers, body[0], strict=True))
+    assert (row["change"], row["run"], row["baseline"], row["N"]) == (
+        "shortest paths", "generator", "generator-paper", "20")
+    assert row["difference [paired 95% CI]"].startswith("+0.250 [+")
+    assert (row["run only"], row["baseline only"]) == ("5", "0")
+    assert ablation_table(tmp_path, steps[1:]) is None

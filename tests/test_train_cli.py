@@ -116,6 +116,25 @@ def test_onpolicy_v_generator_trains_and_is_judged_by_the_simulator(generator, d
     assert 0 <= scorer.score([scorer.input_text(r.state, r.action)])[0] <= 1
 
 
+def test_diff_verifier_adds_its_markers_and_scores_claimed_changes(generator, data_dir, tmp_path):
+    """``state_action_diff``: the export's tokenizer knows ADDED:/DELETED: (no [UNK] in its input),
+    the embedding grew to match, and the scorer reads the claimed change."""
+    gen_out, _ = generator
+    run(config(data_dir, tmp_path, "model=verifier", "model.init=generator",
+               f"model.generator_dir={gen_out / 'export'}", "model.recipe=onpolicy",
+               "model.input_kind=state_action_diff", "model.onpolicy.prompts=20",
+               "model.onpolicy.val_prompts=20", "trainer.max_steps=2"))
+    scorer = VerifierScorer.from_export(tmp_path / "export")
+    assert scorer.meta["input_kind"] == "state_action_diff"
+    r = load_transitions(data_dir, "val")[0]
+    text = scorer.input_text(r.state, r.action, r.next_state)
+    assert "ADDED:" in text and "DELETED:" in text
+    ids = scorer.tokenizer(text, add_special_tokens=False)["input_ids"]
+    assert scorer.tokenizer.unk_token_id not in ids
+    assert scorer.model.get_input_embeddings().weight.shape[0] == len(scorer.tokenizer)
+    assert 0 <= scorer.score([text])[0] <= 1
+
+
 def test_pretrained_backbone_from_a_saved_directory(data_dir, tmp_path):
     """The gpt2 backbone's code path, on a tiny GPT-2 + byte-level BPE saved with save_pretrained."""
     texts = [r.prompt + r.completion for r in load_transitions(data_dir, "train")]

@@ -18,8 +18,11 @@ Validation sets (:func:`validation_sets`, in loader order :func:`val_set_names`)
     ``random`` (relabelled), ``hard`` and, with a generator export, ``onpolicy``.
 Input text (:func:`verifier_input`)
     ``state_action``: the state and the action; ``state_action_next``: also the claimed next
-    state (only the on-policy recipe has claims to learn from). Training items, the inference
-    scorer and the planner's verifier adapter all build the text here.
+    state (only the on-policy recipe has claims to learn from); ``state_action_diff``: the same
+    claim written as the atoms it adds and deletes (:func:`~plansuite.pddl.codec.format_verifier_diff_input`),
+    which makes checking a step local (preconditions in the state, effects in the diff).
+    Training items, the inference scorer and the planner's verifier adapter all build the text
+    here; :data:`EXTRA_TOKENS` names the markers a kind adds to the tokenizer.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from typing import TYPE_CHECKING
 from plansuite.data.load import load_trajectories, split_file
 from plansuite.errors import ConfigError
 from plansuite.jsonl import iter_jsonl
-from plansuite.pddl.codec import format_verifier_input
+from plansuite.pddl.codec import DIFF_MARKERS, format_verifier_diff_input, format_verifier_input
 from plansuite.pddl.judge import StepVerdict
 from plansuite.pddl.model import parse_atom_text
 from plansuite.pddl.simulator import GroundTask, TaskCache
@@ -45,7 +48,8 @@ if TYPE_CHECKING:
 
 DATASET_RECIPES = ("random", "relabel", "hard")  # read from the dataset's verifier.jsonl
 RECIPES = (*DATASET_RECIPES, "onpolicy")
-INPUT_KINDS = ("state_action", "state_action_next")
+INPUT_KINDS = ("state_action", "state_action_next", "state_action_diff")
+EXTRA_TOKENS = {"state_action_diff": DIFF_MARKERS}  # markers the kind adds to a tokenizer
 
 
 # ---- settings and the text a verifier reads -------------------------------------------------
@@ -80,6 +84,8 @@ def verifier_input(input_kind: str, state: Iterable[str], action: str,
         return format_verifier_input(state, action)
     if next_state is None:
         raise ConfigError("this verifier reads (state, action, next state): next_state is required")
+    if input_kind == "state_action_diff":
+        return format_verifier_diff_input(state, action, next_state)
     return format_verifier_input(state, action, next_state)
 
 
@@ -94,8 +100,8 @@ def check_recipe(recipe: str, input_kind: str, generator_dir: str | None,
     if recipe == "onpolicy" and not generator_dir:
         raise ConfigError("model.recipe=onpolicy samples a trained generator: set "
                           "model.generator_dir to a generator export")
-    if input_kind == "state_action_next" and recipe != "onpolicy":
-        raise ConfigError("model.input_kind=state_action_next needs model.recipe=onpolicy "
+    if input_kind != "state_action" and recipe != "onpolicy":
+        raise ConfigError(f"model.input_kind={input_kind} needs model.recipe=onpolicy "
                           "(claimed next states come from the generator)")
     if base_recipe not in DATASET_RECIPES:
         raise ConfigError(f"model.onpolicy.base_recipe '{base_recipe}': unknown "
@@ -202,20 +208,61 @@ class VerifierItem:
 
 def dataset_items(data_dir: str | Path, split: str, recipe: str, input_kind: str,
                   tasks: TaskCache) -> list[VerifierItem]:
-    """The dataset's verifier examples as texts. With ``state_action_next`` every example claims
-    the walk's true next state, so only the walk's own action is a valid step."""
+    """The dataset's verifier examples as texts, labelled by the simulator's truth under a kind
+    that reads a claimed next state (see :func:`claimed_items`)."""
     examples = dataset_examples(data_dir, split, recipe)
     if input_kind == "state_action":
         return [VerifierItem(verifier_input(input_kind, e.state, e.action), e.label,
                              int(e.applicable)) for e in examples]
-    trajs = {t["id"]: t for t in load_trajectories(data_dir, split)}
-    out = []
-    for e in examples:
-        claim = trajs[e.traj]["states"][e.step + 1]
-        task = tasks.get(e.objects, [parse_atom_text(a) for a in e.state])
-        truth = int(task.step(task.encode(e.state), e.action) == task.encode(claim))
-        out.append(VerifierItem(verifier_input(input_kind, e.state, e.action, claim), truth, truth))
-    return out
+    return [item for e in examples for item in claimed_items(e, input_kind, tasks)]
+
+
+def claimed_items(e: VerifierExample, input_kind: str, tasks: TaskCache) -> list[VerifierItem]:
+    """A dataset example with claimed next states, for the kinds that read one.
+
+    Each action claims its own effects, applied whether or not it is applicable -- what a
+    generator that picked it would write -- so the label is the action's applicability. The walk's
+    own action also comes with a claim one atom off (:func:`corrupt_claim`): the generator's other
+    kind of mistake, a right action with a wrong next state.
+    """
+    task = tasks.get(e.objects, [parse_atom_text(a) for a in e.state])
+    state, action = task.encode(e.state), task.action_id(e.action)
+    claim = task.apply(state, action)
+    truth = int(task.is_applicable(state, action))
+    items = [VerifierItem(verifier_input(input_kind, e.state, e.action, task.decode(claim)),
+                          truth, truth)]
+    if e.kind == "positive":
+        wrong = corrupt_claim(task, state, action, random.Random(e.traj * 1009 + e.step))
+        items.append(VerifierItem(verifier_input(input_kind, e.state, e.action, task.decode(wrong)),
+                                  0, 0))
+    return items
+
+
+def corrupt_claim(task: GroundTask, state: int, action: int, rng: random.Random) -> int:
+    """The true next state with one atom wrong: an effect missed (an added atom left out or a
+    deleted one kept) or the frame broken (an untouched atom dropped, a stray atom added).
+
+    >>> from plansuite.domains import load_builtin
+    >>> from plansuite.pddl.simulator import TaskCache
+    >>> task = TaskCache(load_builtin("blocksworld")).get({"a": "object", "b": "object"})
+    >>> s = task.encode(["(arm-empty)", "(clear a)", "(on-table a)", "(clear b)", "(on-table b)"])
+    >>> pickup = task.action_id("(pickup a)")
+    >>> true = task.apply(s, pickup)
+    >>> wrong = [corrupt_claim(task, s, pickup, random.Random(i)) for i in range(20)]
+    >>> all(w != true and bin(w ^ true).count("1") == 1 for w in wrong)
+    True
+    """
+    true = task.apply(state, action)
+    effects = task.add[action] | (task.delete[action] & state)
+    untouched = true & ~effects
+    absent = ~true & ((1 << len(task.atoms)) - 1)
+    options = [m for m in (effects, untouched, absent) if m]
+    flip = rng.choice(_atoms_of(rng.choice(options)))
+    return true ^ (1 << flip)
+
+
+def _atoms_of(mask: int) -> list[int]:
+    return [i for i in range(mask.bit_length()) if mask >> i & 1]
 
 
 def judged_items(judged: Sequence[JudgedStep], input_kind: str) -> list[VerifierItem]:

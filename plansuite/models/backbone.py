@@ -98,6 +98,14 @@ def missing_backbone(path: str | Path) -> ConfigError:
                        "or set model.backbone.path to a local save_pretrained directory")
 
 
+def add_tokens(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
+               tokens: tuple[str, ...]) -> None:
+    """Add ``tokens`` (e.g. a verifier input's extra markers) to the tokenizer and grow the
+    model's embedding to match; tokens the tokenizer already has are left alone."""
+    if tokens and tokenizer.add_tokens([t for t in tokens if t not in tokenizer.get_vocab()]):
+        model.resize_token_embeddings(len(tokenizer))
+
+
 def check_vocab(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, source) -> None:
     rows = model.get_input_embeddings().weight.shape[0]
     if len(tokenizer) > rows:

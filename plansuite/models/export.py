@@ -6,7 +6,7 @@ An export loads with ``AutoModelForCausalLM`` / ``AutoModelForSequenceClassifica
     {"format": 1, "kind": "generator" | "verifier" | "problem_generator" | "critic",
      "domain": "blocksworld-4ops",
      "tokenizer": "atom" | "bpe", "threshold": 0.5 (verifier), "input_kind": "state_action" |
-     "state_action_next" (verifier), "max_new_tokens": 64 (generator), "metrics": {...},
+     "state_action_next" | "state_action_diff" (verifier), "max_new_tokens": 64 (generator), "metrics": {...},
      "labels": ["match", ...] (critic), "config": {the resolved training config}}
 
 ``problem_generator`` (NL→PDDL, description -> problem) and ``critic`` (description/problem

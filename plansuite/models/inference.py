@@ -22,7 +22,7 @@ Verifier::
     text = scorer.input_text(state_atoms, action, next_state_atoms)  # via verifier_recipes.verifier_input
     probs = scorer.score([text, ...])      # P(step is valid), batched
     accept = probs[0] >= scorer.threshold  # threshold calibrated on validation data
-    scorer.input_kind                      # "state_action" or "state_action_next"
+    scorer.input_kind                      # "state_action", "state_action_next" or "state_action_diff"
 
 Both ``from_export`` raise :class:`plansuite.errors.ConfigError` (a PlansuiteError) with one line
 for a missing, foreign or incompatible export.

@@ -27,6 +27,10 @@ from plansuite.pddl.model import parse_atom_text
 
 GOAL, STATE, ACTION, NEXT_STATE, END = "GOAL:", "STATE:", "ACTION:", "NEXT STATE:", "END"
 MARKERS = (GOAL, STATE, ACTION, NEXT_STATE, END)
+# Only the diff verifier's input uses these; tokenizers add them when a diff verifier is built, so
+# every other model's vocabulary (and so its initial weights) stays as it was.
+ADDED, DELETED = "ADDED:", "DELETED:"
+DIFF_MARKERS = (ADDED, DELETED)
 
 
 def format_atoms(atoms: Iterable[str]) -> str:
@@ -74,6 +78,34 @@ def format_verifier_input(state: Iterable[str], action: str,
     if next_state is not None:
         text += "\n" + _block(NEXT_STATE, next_state).rstrip("\n")
     return text
+
+
+def format_verifier_diff_input(state: Iterable[str], action: str,
+                               next_state: Iterable[str]) -> str:
+    """The state, the action and the claimed change: atoms the claim adds and deletes.
+
+    The same information as the claimed next state (``s' = s - deleted + added``), laid out so
+    that checking a step is local: the action's preconditions in ``STATE:``, its effects in
+    ``ADDED:``/``DELETED:``.
+
+    >>> print(format_verifier_diff_input(["(arm-empty)", "(clear b1)", "(on-table b1)"],
+    ...                                  "(pickup b1)", ["(holding b1)"]))
+    STATE:
+    (arm-empty)
+    (clear b1)
+    (on-table b1)
+    ACTION:
+    (pickup b1)
+    ADDED:
+    (holding b1)
+    DELETED:
+    (arm-empty)
+    (clear b1)
+    (on-table b1)
+    """
+    before, after = set(state), set(next_state)
+    return (_block(STATE, before) + f"{ACTION}\n{action}\n" + _block(ADDED, after - before)
+            + _block(DELETED, before - after)).rstrip("\n")
 
 
 @dataclass(frozen=True)

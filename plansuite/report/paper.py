@@ -68,7 +68,12 @@ def paper_table(rows: list[Row]) -> tuple[list[str], list[list[str]]] | None:
 
 
 def _successes(row: Row) -> dict[str, bool] | None:
-    path = Path(row.path) / "instances.jsonl"
+    return successes(Path(row.path))
+
+
+def successes(run_dir: Path) -> dict[str, bool] | None:
+    """Instance id -> success, from a run folder's ``instances.jsonl`` (``None`` without one)."""
+    path = run_dir / "instances.jsonl"
     if not path.is_file():
         return None
     return {rec["id"]: rec["outcome"] == "success" for rec in iter_jsonl(path)}
@@ -77,6 +82,23 @@ def _successes(row: Row) -> dict[str, bool] | None:
 def is_baseline(row: Row) -> bool:
     """Random-with-restart and the lone generator are what every planner is compared with."""
     return row.planner in ("random_restart", "generator") and "/" not in row.label
+
+
+def paired_cells(run: dict[str, bool], base: dict[str, bool]) -> list[str] | None:
+    """N, both GRRs, the paired difference with its 95 % interval, the discordant counts and the
+    verdict, on the instances both runs planned (``None`` when they share none)."""
+    common = sorted(set(run) & set(base))
+    if not common:
+        return None
+    d = paired_difference([run[i] for i in common], [base[i] for i in common])
+    lo, hi = d["delta_ci"]
+    verdict = "above" if lo > 0 else "below" if hi < 0 else "not different"
+    return [str(d["n"]), f"{d['a']:.3f}", f"{d['b']:.3f}", f"{d['delta']:+.3f} [{lo:+.3f}, {hi:+.3f}]",
+            str(d["a_only"]), str(d["b_only"]), verdict]
+
+
+PAIRED_HEADERS = ["N", "GRR run", "GRR baseline", "difference [paired 95% CI]", "run only",
+                  "baseline only", "run vs baseline"]
 
 
 def paired_table(rows: list[Row]) -> tuple[list[str], list[list[str]]] | None:
@@ -88,20 +110,27 @@ def paired_table(rows: list[Row]) -> tuple[list[str], list[list[str]]] | None:
         for r in rows:
             if r is base or "/" in r.label or r.seed != base.seed or not outcomes[r.label]:
                 continue
-            common = sorted(set(outcomes[r.label]) & set(outcomes[base.label]))
-            if not common:
-                continue
-            d = paired_difference([outcomes[r.label][i] for i in common],
-                                  [outcomes[base.label][i] for i in common])
-            lo, hi = d["delta_ci"]
-            verdict = "above" if lo > 0 else "below" if hi < 0 else "not different"
-            body.append([r.label, base.label, str(d["n"]), f"{d['a']:.3f}", f"{d['b']:.3f}",
-                         f"{d['delta']:+.3f} [{lo:+.3f}, {hi:+.3f}]", str(d["a_only"]),
-                         str(d["b_only"]), verdict])
+            cells = paired_cells(outcomes[r.label], outcomes[base.label])
+            if cells is not None:
+                body.append([r.label, base.label, *cells])
     if not body:
         return None
-    return ["run", "baseline", "N", "GRR run", "GRR baseline", "difference [paired 95% CI]",
-            "run only", "baseline only", "run vs baseline"], body
+    return ["run", "baseline", *PAIRED_HEADERS], body
 
 
-__all__ = ["PUBLISHED", "Published", "paired_table", "paper_table", "published_for"]
+def ablation_table(root: Path, steps: list[list[str]]) -> tuple[list[str], list[list[str]]] | None:
+    """What each change bought: ``steps`` are ``[run, baseline, what the run adds]`` folders under
+    ``root``, compared paired on the instances both planned; steps missing a run are skipped."""
+    body = []
+    for run, base, what in steps:
+        a, b = successes(root / run), successes(root / base)
+        cells = None if a is None or b is None else paired_cells(a, b)
+        if cells is not None:
+            body.append([what, run.split("/")[-1], base.split("/")[-1], *cells])
+    if not body:
+        return None
+    return ["change", "run", "baseline", *PAIRED_HEADERS], body
+
+
+__all__ = ["PUBLISHED", "Published", "ablation_table", "paired_cells", "paired_table", "paper_table",
+           "published_for", "successes"]
