@@ -18,6 +18,7 @@ from hydra import compose, initialize_config_dir
 from plansuite.cli import CONF_DIR
 from plansuite.cli.train import run as train_run
 from plansuite.domains import builtin_path, load_builtin
+from plansuite.errors import ConfigError
 from plansuite.nl2pddl.chat_server import ChatService, RequestError, parse_chat
 from plansuite.nl2pddl.dataset import NL2PDDLSpec, build_nl2pddl, load_pairs
 from plansuite.nl2pddl.generators import Feedback, OpenAIChatGenerator, chat_messages
@@ -169,3 +170,20 @@ def test_cli_errors_are_one_line(tmp_path, server, export):
                               env={**os.environ, "PLANSUITE_DEBUG": "", "OMP_NUM_THREADS": "1"})
         assert proc.returncode == 1 and proc.stderr.startswith("error:"), proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1 and words in proc.stderr, proc.stderr
+
+
+def test_few_shot_turns_come_from_the_training_split_and_the_server_answers_the_task(server, export, data):
+    train = load_pairs(data, "train")[:2]
+    client = OpenAIChatGenerator(server, "bw", api_key_env=None, few_shot=2, examples_dir=data)
+    assert client.examples == [(p.description, p.problem) for p in train]
+    messages = chat_messages("Some task.", "(define (domain d))", None, client.examples)
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert messages[2]["content"] == train[0].problem and parse_chat(messages).description == "Some task."
+    pair = load_pairs(data, "test")[0]
+    domain_text = (data / "domain.pddl").read_text()
+    assert client.generate(pair.description, domain_text, None) == \
+        LocalGenerator(export).generate(pair.description, domain_text, None)
+    with pytest.raises(ConfigError, match="examples_dir"):
+        OpenAIChatGenerator(server, "bw", few_shot=1)
+    with pytest.raises(ConfigError, match="training pairs"):
+        OpenAIChatGenerator(server, "bw", few_shot=10_000, examples_dir=data)
