@@ -203,14 +203,18 @@ def test_metric_with_object_arguments_follows_the_renaming():
     assert canonical_metric("minimize (+ (w b) 1)") == canonical_metric("minimize (+ 1.0 (w b))")
 
 
-def test_semantic_is_undecided_for_domains_without_a_model():
-    text = """(define (domain lights) (:requirements :strips) (:predicates (on ?x))
-      (:action flip :parameters (?x) :precondition (on ?x) :effect (not (on ?x))))"""
+def test_semantic_is_decided_from_the_domain_file_for_domains_without_a_model():
+    text = """(define (domain lights) (:requirements :strips) (:predicates (on ?x) (off ?x))
+      (:action flip :parameters (?x) :precondition (on ?x) :effect (and (off ?x) (not (on ?x)))))"""
     lights = parse_domain(text)
-    problem = "(define (problem p) (:domain lights) (:objects l1) (:init (on l1)) (:goal (and (on l1))))"
+    problem = "(define (problem p) (:domain lights) (:objects l1 l2) (:init (on l1) (on l2)) (:goal (and (off l1))))"
     result = compare(parse_problem(problem, lights), problem, lights)
-    assert result.structural is True and result.semantic is None
     assert world_for(lights) is None
+    assert result.structural is True and result.semantic is True
+    assert compare(parse_problem(problem, lights), problem.replace("(off l1)", "(off l2)"),
+                   lights).semantic is True  # l1 and l2 are interchangeable
+    assert compare(parse_problem(problem, lights), problem.replace("(off l1)", "(off l1) (off l2)"),
+                   lights).semantic is False
 
 
 # ---- the world models behind semantic equivalence ---------------------------------------------

@@ -4,8 +4,9 @@
 bijection between generated and reference objects — the identity first, a graph-isomorphism
 search only when it fails. Order, whitespace and comments never matter (we compare parsed sets).
 
-*Semantic* (Blocksworld and Gripper): same initial state and same set of goal states under one
-bijection. Goals are first completed with every literal they imply
+*Semantic* (any STRIPS domain: Blocksworld and Gripper through their hand-written models, the
+rest through :mod:`~plansuite.nl2pddl.general_semantics`): same initial state and same set of
+goal states under one bijection. Goals are first completed with every literal they imply
 (:func:`~plansuite.nl2pddl.worlds.implied_literals`), so an under-specified but equivalent goal
 matches, and a subtly different one does not.
 
@@ -19,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from plansuite.errors import PDDLError
+from plansuite.nl2pddl.general_semantics import general_semantic
 from plansuite.nl2pddl.graphs import find_mapping, problem_graph
 from plansuite.nl2pddl.worlds import SearchBudgetExceeded, implied_literals, world_for
 from plansuite.pddl.checks import check_problem
@@ -163,9 +165,15 @@ def semantic_sections(problem: Problem, domain: Domain, negatives: bool) -> dict
 
 
 def semantic(ref: Problem, gen: Problem, domain: Domain) -> Verdict:
-    if world_for(domain) is None:
-        return Verdict(None, None, f"no semantic model for domain '{domain.name}' "
-                                   "(Blocksworld and Gripper signatures only)")
+    """The Blocksworld / Gripper model when it applies and decides, else the domain-general
+    method (:mod:`plansuite.nl2pddl.general_semantics`)."""
+    verdict = _model_semantic(ref, gen, domain) if world_for(domain) else None
+    if verdict is None or verdict.equivalent is None:
+        return Verdict(*general_semantic(ref, gen, domain, _match))
+    return verdict
+
+
+def _model_semantic(ref: Problem, gen: Problem, domain: Domain) -> Verdict:
     issues = check_problem(gen, domain)
     if issues:
         return Verdict(False, None, f"generated problem is not domain-consistent: {issues[0]}")
@@ -214,4 +222,4 @@ def compare_file(reference: Problem, generated_file: str | Path, domain: Domain)
 
 
 def _unparsed(exc: PDDLError, domain: Domain) -> Comparison:
-    return Comparison(False, False, False if world_for(domain) else None, None, {"parse": str(exc)})
+    return Comparison(False, False, False, None, {"parse": str(exc)})

@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
-from plansuite.errors import PlansuiteError
+from plansuite.errors import ConfigError, PlansuiteError
 from plansuite.pddl.checks import Diagnostic
 
 SYSTEM_PROMPT = ("You translate natural-language planning tasks into PDDL. Reply with exactly one "
@@ -131,10 +133,18 @@ def resample_from(text: str, diagnostics: tuple[Diagnostic, ...] | list[Diagnost
     return 0 if cut == len(text) else cut
 
 
-def chat_messages(description: str, domain_text: str, feedback: Feedback | None) -> list[dict]:
-    user = (f"Domain:\n```pddl\n{domain_text.strip()}\n```\n\nTask description:\n{description}\n\n"
-            "Write the problem.pddl for this task.")
-    messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+def chat_messages(description: str, domain_text: str, feedback: Feedback | None,
+                  examples: Sequence[tuple[str, str]] = ()) -> list[dict]:
+    """System prompt, ``examples`` (description, problem) as solved turns, the task, feedback."""
+    def task(text: str) -> dict:
+        return {"role": "user", "content": f"Domain:\n```pddl\n{domain_text.strip()}\n```\n\n"
+                                           f"Task description:\n{text}\n\n"
+                                           "Write the problem.pddl for this task."}
+
+    messages = [{"role": "system", "content": SYSTEM_PROMPT}]
+    for shot_description, shot_problem in examples:
+        messages += [task(shot_description), {"role": "assistant", "content": shot_problem}]
+    messages.append(task(description))
     if feedback is not None:
         messages += [{"role": "assistant", "content": feedback.previous},
                      {"role": "user", "content": feedback.message}]
@@ -149,11 +159,14 @@ class OpenAIChatGenerator:
 
     The API key is read from the environment variable named by ``api_key_env`` (never stored in
     a config); no key means no ``Authorization`` header (typical for local servers).
+    ``few_shot`` > 0 puts that many solved pairs of the ``train`` split of ``examples_dir`` (a
+    ``task=data`` folder) before each task, as user/assistant turns.
     """
 
     def __init__(self, base_url: str, model: str, api_key_env: str | None = "OPENAI_API_KEY",
                  temperature: float = 0.0, max_tokens: int = 1024, timeout_s: float = 120.0,
-                 retries: int = 2):
+                 retries: int = 2, few_shot: int = 0, examples_dir: str | Path | None = None):
+        self.examples = _few_shot(few_shot, examples_dir)
         try:
             import openai
         except ImportError as exc:
@@ -172,7 +185,8 @@ class OpenAIChatGenerator:
         errors = self._errors
         try:
             reply = self.client.chat.completions.create(
-                model=self.model, messages=chat_messages(description, domain_text, feedback),
+                model=self.model,
+                messages=chat_messages(description, domain_text, feedback, self.examples),
                 temperature=self.temperature, max_tokens=self.max_tokens,
                 extra_headers=self.request_headers)
         except errors.APIStatusError as exc:
@@ -190,3 +204,17 @@ class OpenAIChatGenerator:
             raise BackendError(f"{self.url}: reply has no choices[0].message.content "
                                f"({text[:120]})") from exc
         return extract_problem(content or "")
+
+
+def _few_shot(count: int, data_dir: str | Path | None) -> list[tuple[str, str]]:
+    """The first ``count`` training pairs of a ``task=data`` folder as (description, problem)."""
+    if count <= 0:
+        return []
+    if not data_dir:
+        raise ConfigError(f"backend.few_shot={count}: needs backend.examples_dir (a task=data folder)")
+    from plansuite.nl2pddl.dataset import load_pairs  # the dataset module pulls in much more
+
+    pairs = load_pairs(data_dir, "train")
+    if len(pairs) < count:
+        raise ConfigError(f"backend.few_shot={count}: {data_dir} has {len(pairs)} training pairs")
+    return [(p.description, p.problem) for p in pairs[:count]]

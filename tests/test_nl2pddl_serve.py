@@ -1,0 +1,189 @@
+"""``plansuite-serve``: a local problem generator over the OpenAI-compatible HTTP API, talked to by
+the official ``openai`` client and by ``plansuite-nl2pddl backend=openai`` (the repair loop)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from plansuite.cli import CONF_DIR
+from plansuite.cli.train import run as train_run
+from plansuite.domains import builtin_path, load_builtin
+from plansuite.errors import ConfigError
+from plansuite.nl2pddl.chat_server import ChatService, RequestError, parse_chat
+from plansuite.nl2pddl.dataset import NL2PDDLSpec, build_nl2pddl, load_pairs
+from plansuite.nl2pddl.generators import Feedback, OpenAIChatGenerator, chat_messages
+from plansuite.nl2pddl.learned import LocalGenerator
+from plansuite.nl2pddl.problem_checks import OperationalChecker
+from plansuite.nl2pddl.repair import build_feedback, describe_diagnostic, repair
+from plansuite.pddl.checks import Diagnostic
+
+TINY = ["model.backbone.n_layer=1", "model.backbone.n_embd=32", "model.backbone.n_head=2",
+        "model.vocab_size=400", "logger=none", "trainer.enable_progress_bar=false"]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    out = tmp_path_factory.mktemp("serve") / "data"
+    spec = NL2PDDLSpec(random_problems=30, max_objects=4, abstract_sizes=[3, 4])
+    build_nl2pddl(spec, load_builtin("blocksworld"), builtin_path("blocksworld").read_text(), out,
+                  seed=5, progress=lambda _: None)
+    return out
+
+
+@pytest.fixture(scope="module")
+def export(data, tmp_path_factory):
+    out = tmp_path_factory.mktemp("pg")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose("train", ["model=problem_generator", f"data_dir={data}", f"out_dir={out}", *TINY,
+                                "trainer.max_steps=4", "model.val_greedy=1", "model.max_new_tokens=48"])
+    train_run(cfg)
+    return out / "export"
+
+
+def serve(*args: str) -> tuple[subprocess.Popen, str]:
+    exe = shutil.which("plansuite-serve", path=str(Path(sys.executable).parent))
+    cmd = [exe] if exe else [sys.executable, "-m", "plansuite.cli.serve"]
+    proc = subprocess.Popen([*cmd, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PLANSUITE_DEBUG": "", "HF_HUB_OFFLINE": "1",
+                                 "OMP_NUM_THREADS": "1"})
+    line = proc.stdout.readline()
+    if not line.startswith("serving "):
+        proc.kill()
+        raise AssertionError(f"no server: {line!r} {proc.stderr.read()}")
+    return proc, line.rsplit(" at ", 1)[1].strip()
+
+
+@pytest.fixture(scope="module")
+def server(export):
+    proc, url = serve(f"bw={export}", "--port", "0")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def post(url: str, body: object) -> tuple[int, dict]:
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_parse_chat_reads_the_backend_layout_few_shot_turns_and_feedback():
+    d = (Diagnostic("arity", "x.pddl", "init (on a)", "'on' takes 2 argument(s), got 1", 4),
+         Diagnostic("critic-goal", "x.pddl", "(:goal ...)", "goal seems wrong", None))
+    message = "Your problem has 2 issue(s):\n" + "\n".join(map(describe_diagnostic, d)) + "\nFix them."
+    shots = chat_messages("Example task.", "(define (domain bw))", None)[1:] + [
+        {"role": "assistant", "content": "(define (problem example))"}]
+    messages = chat_messages("Three blocks.", "(define (domain bw)\n (:predicates))",
+                             Feedback("(define (problem old))", d, message))
+    task = parse_chat([messages[0], *shots, *messages[1:]])
+    assert (task.description, task.domain_text) == ("Three blocks.", "(define (domain bw)\n (:predicates))")
+    assert task.feedback.previous == "(define (problem old))" and task.feedback.message == message
+    assert [(x.kind, x.construct, x.message, x.line) for x in task.feedback.diagnostics] == \
+        [(x.kind, x.construct, x.message, x.line) for x in d]
+    assert parse_chat(messages[:2]).feedback is None
+    for bad in (None, [], [{"role": "system", "content": "hi"}], [{"role": "user", "content": 3}]):
+        with pytest.raises(RequestError):
+            parse_chat(bad)
+
+
+def test_service_answers_exactly_like_the_local_backend_first_and_on_repair(export, data):
+    pair = load_pairs(data, "test")[0]
+    domain_text = (data / "domain.pddl").read_text()
+    local, served = LocalGenerator(export, samples=2), ChatService({"bw": LocalGenerator(export, samples=2)})
+    first = local.generate(pair.description, domain_text, None)
+    body = {"model": "bw", "messages": chat_messages(pair.description, domain_text, None)}
+    reply = served.complete(body)
+    assert reply["choices"][0]["message"]["content"] == first and reply["object"] == "chat.completion"
+    report = OperationalChecker(data / "domain.pddl").check(first)
+    feedback = build_feedback(first, report) or Feedback(first, (), "Try again.")
+    body["messages"] = chat_messages(pair.description, domain_text, feedback)
+    assert served.complete(body)["choices"][0]["message"]["content"] == \
+        local.generate(pair.description, domain_text, feedback)
+    for bad, status in (({"model": "nope", "messages": body["messages"]}, 404),
+                        ({**body, "stream": True}, 400), ([], 400)):
+        with pytest.raises(RequestError) as err:
+            served.complete(bad)
+        assert err.value.status == status
+
+
+def test_http_models_errors_and_the_openai_client(server, export, data):
+    with urllib.request.urlopen(server + "/models", timeout=30) as r:
+        assert [m["id"] for m in json.loads(r.read())["data"]] == ["bw"]
+    status, out = post(server + "/chat/completions", b"{not json")
+    assert status == 400 and "not JSON" in out["error"]["message"]
+    status, out = post(server + "/completions", {"model": "bw"})
+    assert status == 404
+    status, out = post(server + "/chat/completions", {"model": "gpt-9", "messages": []})
+    assert status == 404 and out["error"]["code"] == "model_not_found"
+    pair = load_pairs(data, "test")[1]
+    domain_text = (data / "domain.pddl").read_text()
+    client = OpenAIChatGenerator(server, "bw", api_key_env=None, timeout_s=60, retries=0)
+    assert client.generate(pair.description, domain_text, None) == \
+        LocalGenerator(export).generate(pair.description, domain_text, None)
+
+
+def test_repair_loop_end_to_end_through_the_served_model(server, export, data, tmp_path):
+    exe = shutil.which("plansuite-nl2pddl", path=str(Path(sys.executable).parent))
+    cmd = [exe] if exe else [sys.executable, "-m", "plansuite.cli.nl2pddl"]
+    run = tmp_path / "run"
+    proc = subprocess.run([*cmd, "task=repair", f"data_dir={data}", "limit=2", "max_attempts=2",
+                           f"out_dir={run}", "backend=openai", f"backend.base_url={server}",
+                           "backend.model=bw", "backend.timeout_s=60"],
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PLANSUITE_DEBUG": "", "OPENAI_API_KEY": "",
+                               "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr
+    logged = [json.loads(line) for line in (run / "attempts.jsonl").read_text().splitlines()]
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert sum(metrics["stops"].values()) == 2 and metrics["overall"]
+    # The served loop is the local loop: the same candidates, attempt by attempt.
+    local = LocalGenerator(export)
+    checker = OperationalChecker(data / "domain.pddl")
+    for pair in load_pairs(data, "test")[:2]:
+        texts = [a.text for a in repair(pair.description, local, checker, 2).attempts]
+        assert [r["text"] for r in logged if r["item"] == pair.id] == texts
+
+
+def test_cli_errors_are_one_line(tmp_path, server, export):
+    exe = shutil.which("plansuite-serve", path=str(Path(sys.executable).parent))
+    cmd = [exe] if exe else [sys.executable, "-m", "plansuite.cli.serve"]
+    busy = server.rsplit(":", 1)[1].split("/")[0]  # the module's server holds this port
+    for args, words in (([str(tmp_path / "missing"), "--port", "0"], "missing"),
+                        (["a=x", "a=y", "--port", "0"], "repeated"),
+                        ([str(export), "--port", busy], "cannot listen")):
+        proc = subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "PLANSUITE_DEBUG": "", "OMP_NUM_THREADS": "1"})
+        assert proc.returncode == 1 and proc.stderr.startswith("error:"), proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and words in proc.stderr, proc.stderr
+
+
+def test_few_shot_turns_come_from_the_training_split_and_the_server_answers_the_task(server, export, data):
+    train = load_pairs(data, "train")[:2]
+    client = OpenAIChatGenerator(server, "bw", api_key_env=None, few_shot=2, examples_dir=data)
+    assert client.examples == [(p.description, p.problem) for p in train]
+    messages = chat_messages("Some task.", "(define (domain d))", None, client.examples)
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert messages[2]["content"] == train[0].problem and parse_chat(messages).description == "Some task."
+    pair = load_pairs(data, "test")[0]
+    domain_text = (data / "domain.pddl").read_text()
+    assert client.generate(pair.description, domain_text, None) == \
+        LocalGenerator(export).generate(pair.description, domain_text, None)
+    with pytest.raises(ConfigError, match="examples_dir"):
+        OpenAIChatGenerator(server, "bw", few_shot=1)
+    with pytest.raises(ConfigError, match="training pairs"):
+        OpenAIChatGenerator(server, "bw", few_shot=10_000, examples_dir=data)
