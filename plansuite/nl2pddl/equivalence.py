@@ -4,7 +4,8 @@
 bijection between generated and reference objects — the identity first, a graph-isomorphism
 search only when it fails. Order, whitespace and comments never matter (we compare parsed sets).
 
-*Semantic* (Blocksworld and Gripper): same initial state and same set of goal states under one
+*Semantic* (Blocksworld and Gripper; undecided, with that reason, for PDDL 2.1 numeric and
+temporal domains, where goal states also depend on numeric values reached by plans): same initial state and same set of goal states under one
 bijection. Goals are first completed with every literal they imply
 (:func:`~plansuite.nl2pddl.worlds.implied_literals`), so an under-specified but equivalent goal
 matches, and a subtly different one does not.
@@ -121,9 +122,17 @@ def _first_difference(ref: Problem, gen: Problem) -> str:
             detail = [f"missing {atom_text(missing[0])}"] if missing else []
             detail += [f"unexpected {atom_text(extra[0])}"] if extra else []
             return f"{name} differs ({', '.join(detail)}) and no renaming fixes it"
+    if set(ref.fluents) != set(gen.fluents) and len(ref.fluents) != len(gen.fluents):
+        return f"{len(gen.fluents)} numeric fluent values, reference has {len(ref.fluents)}"
     if sorted(ref.fluents.values()) != sorted(gen.fluents.values()):
-        return "numeric fluent values differ"
+        changed = sorted(t for t in set(ref.fluents) & set(gen.fluents)
+                         if ref.fluents[t] != gen.fluents[t])
+        where = f" (e.g. {changed[0]}: {gen.fluents[changed[0]]:g}, reference {ref.fluents[changed[0]]:g})" \
+            if changed and ref.objects == gen.objects else ""
+        return f"numeric fluent values differ{where}"
     if (canonical_metric(ref.metric) or ("",))[0] != (canonical_metric(gen.metric) or ("",))[0]:
+        return f"metric direction differs: {ref.metric!r} vs {gen.metric!r}"
+    if ref.fluents == gen.fluents and canonical_metric(ref.metric) != canonical_metric(gen.metric):
         return f"metric differs: {ref.metric!r} vs {gen.metric!r}"
     return "no renaming of objects makes the problems identical"
 
@@ -162,7 +171,14 @@ def semantic_sections(problem: Problem, domain: Domain, negatives: bool) -> dict
     return _sections(problem, completed[0], completed[1] if negatives else frozenset())
 
 
+NOT_DECIDED_21 = ("semantic equivalence does not decide {level} (PDDL 2.1) problems: which numeric "
+                  "values and durations lead to the same goal states is not modelled; see the "
+                  "structural verdict")
+
+
 def semantic(ref: Problem, gen: Problem, domain: Domain) -> Verdict:
+    if domain.level != "classical":
+        return Verdict(None, None, NOT_DECIDED_21.format(level=domain.level))
     if world_for(domain) is None:
         return Verdict(None, None, f"no semantic model for domain '{domain.name}' "
                                    "(Blocksworld and Gripper signatures only)")
