@@ -30,7 +30,7 @@ def timed():
 def test_numeric_domain_is_read_with_typed_functions_and_numeric_parts():
     d = fuel()
     assert d.level == "numeric" and d.actions == ()
-    assert d.function_types == {"fuel": ("truck",), "load": ("truck",), "capacity": ("truck",),
+    assert d.function_types == {"fuel": ("truck",), "carried": ("truck",), "capacity": ("truck",),
                                 "fuel-used": ()}
     drive = next(a for a in d.actions21 if a.name == "drive")
     assert ("", "(>= (fuel ?t) 1)") in drive.conditions
@@ -49,7 +49,7 @@ def test_temporal_domain_keeps_durations_and_time_specifiers():
 def test_problem_values_and_metric_round_trip_through_the_canonical_text():
     d = fuel()
     p = load_problem(DATA / "fuel-p1.pddl", d)
-    assert p.fluents == {"(fuel t1)": 5.0, "(load t1)": 0.0, "(capacity t1)": 2.0, "(fuel-used)": 0.0}
+    assert p.fluents == {"(fuel t1)": 5.0, "(carried t1)": 0.0, "(capacity t1)": 2.0, "(fuel-used)": 0.0}
     assert p.metric == "minimize (fuel-used)"
     again = parse_problem(problem_to_pddl(p, d), d)
     assert again.fluents == p.fluents and again.metric == p.metric and again.init == p.init
@@ -70,7 +70,7 @@ def test_the_strips_simulator_refuses_pddl21_domains():
      "'fuel' takes 1 argument(s), got 2"),
     ("(>= (fuel ?t) 1)", "(>= (fuel ?from) 1)", "action drive precondition",
      "argument 1 of 'fuel' must be truck, '?from' is location"),
-    ("(increase (load ?t) 1)", "(increase (in ?p ?t) 1)", "action load effect",
+    ("(increase (carried ?t) 1)", "(increase (in ?p ?t) 1)", "action load effect",
      "'in' is a predicate, used here as a function"),
     ("(road ?from ?to) (>=", "(fuel ?t) (>=", "action drive precondition (fuel ?t)",
      "'fuel' is a function, used here as a predicate"),
@@ -82,6 +82,8 @@ def test_the_strips_simulator_refuses_pddl21_domains():
      "numeric fluents used without :numeric-fluents"),
     ("(at ?t ?from) (road", "(or (at ?t ?from)) (road", "action drive precondition (or",
      "'or' is not supported"),
+    ("(capacity ?t - truck)", "(capacity ?t - truck) (unload)", "function unload",
+     "also the name of a predicate or action"),
 ])
 def test_numeric_domain_errors_are_one_located_line(old, new, construct, message):
     assert old in FUEL
@@ -118,7 +120,7 @@ def test_temporal_domain_errors_are_one_located_line(old, new, construct, messag
 
 def test_domain_reader_collects_every_diagnostic_with_lines():
     bad = FUEL.replace("(decrease (fuel ?t) 1)", "(decrease (fule ?t) 1)").replace(
-        "(< (load ?t) (capacity ?t))", "(< (load ?t) (capacity ?p))")
+        "(< (carried ?t) (capacity ?t))", "(< (carried ?t) (capacity ?p))")
     _, diagnostics = read_domain21(bad, "fuel.pddl")
     kinds = sorted(d.kind for d in diagnostics)
     assert kinds == ["type", "undeclared-function"]

@@ -10,7 +10,7 @@
     (road ?from ?to - location))
   (:functions
     (fuel ?t - truck)
-    (load ?t - truck)
+    (carried ?t - truck)
     (capacity ?t - truck)
     (fuel-used))
   (:action drive
@@ -20,9 +20,9 @@
                  (decrease (fuel ?t) 1) (increase (fuel-used) 1)))
   (:action load
     :parameters (?p - package ?t - truck ?l - location)
-    :precondition (and (at ?t ?l) (pkg-at ?p ?l) (< (load ?t) (capacity ?t)))
-    :effect (and (not (pkg-at ?p ?l)) (in ?p ?t) (increase (load ?t) 1)))
+    :precondition (and (at ?t ?l) (pkg-at ?p ?l) (< (carried ?t) (capacity ?t)))
+    :effect (and (not (pkg-at ?p ?l)) (in ?p ?t) (increase (carried ?t) 1)))
   (:action unload
     :parameters (?p - package ?t - truck ?l - location)
     :precondition (and (at ?t ?l) (in ?p ?t))
-    :effect (and (not (in ?p ?t)) (pkg-at ?p ?l) (decrease (load ?t) 1))))
+    :effect (and (not (in ?p ?t)) (pkg-at ?p ?l) (decrease (carried ?t) 1))))

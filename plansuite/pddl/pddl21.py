@@ -361,6 +361,9 @@ def read_domain21(text: str, source: str = "<domain>") -> tuple[Domain, list[Dia
                    "numeric fluents used without :numeric-fluents (or :fluents)")
     if reader.uses_durative and not domain.requirements & TEMPORAL_REQUIREMENTS:
         reader.add("requirement", "(:requirements ...)", "durative actions without :durative-actions")
+    for name in sorted(set(domain.function_types) & (set(domain.predicates) | {a.name for a in parsed})):
+        # VAL (and the planners' parsers) cannot read a name that is both: "Syntax error"
+        reader.add("duplicate", f"function {name}", "also the name of a predicate or action")
     names: dict[str, Action21] = {}
     for action, section in zip(parsed, actions, strict=True):
         if action.name in names:  # the planners would silently keep one of them
