@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from plansuite.nl2pddl.equivalence import semantic
 from plansuite.nl2pddl.scenes import BALL_NAMES, BLOCK_NAMES, Scenario
 from plansuite.nl2pddl.worlds import BLOCKSWORLD, find_state, implied_literals, world_for
-from plansuite.pddl.model import Atom, Domain, Problem, atom_text
+from plansuite.pddl.model import Atom, Domain, Problem, atom_text, number_text
 from plansuite.pddl.simulator import GroundTask
 
 KINDS = ("object", "init", "goal")
@@ -38,10 +38,12 @@ def shuffled_pddl(problem: Problem, domain: Domain, rng: random.Random) -> str:
     decl = " ".join(f"{o} - {t}" if typed else o for o, t in objects)
     init = [atom_text(a) for a in problem.init]
     goal = [atom_text(a) for a in problem.goal_pos] + [f"(not {atom_text(a)})" for a in problem.goal_neg]
+    init += [f"(= {term} {number_text(v)})" for term, v in problem.fluents.items()]
     rng.shuffle(init)
     rng.shuffle(goal)
+    metric = f"\n  (:metric {problem.metric})" if problem.metric else ""
     return (f"(define (problem {problem.name})\n  (:domain {problem.domain_name})\n"
-            f"  (:objects {decl})\n  (:init {' '.join(init)})\n  (:goal (and {' '.join(goal)})))\n")
+            f"  (:objects {decl})\n  (:init {' '.join(init)})\n  (:goal (and {' '.join(goal)})){metric})\n")
 
 
 def _rename_in(atoms, swap: dict[str, str]) -> frozenset[Atom]:

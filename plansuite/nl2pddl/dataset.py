@@ -32,7 +32,7 @@ from pathlib import Path
 from plansuite.errors import ConfigError
 from plansuite.jsonl import iter_jsonl
 from plansuite.nl2pddl import corrupt as corruptions
-from plansuite.nl2pddl import scenes
+from plansuite.nl2pddl import scenes, scenes21
 from plansuite.nl2pddl.critic import critic_input
 from plansuite.nl2pddl.describe import describe
 from plansuite.nl2pddl.equivalence import semantic_sections
@@ -42,7 +42,7 @@ from plansuite.pddl.model import Domain, problem_to_pddl
 
 SCHEMA_VERSION = 1
 SPLITS = ("train", "val", "test")
-DOMAINS = ("blocksworld", "gripper")
+DOMAINS = ("blocksworld", "gripper", *scenes21.DOMAINS21)
 
 
 @dataclass
@@ -119,6 +119,9 @@ def scenarios(spec: NL2PDDLSpec, domain: Domain, seed: int) -> list[scenes.Scena
         out = scenes.gripper_abstract(domain, list(spec.abstract_sizes), list(spec.rooms), rng)
         out += [scenes.gripper_random(domain, rng, spec.min_objects, spec.max_objects, list(spec.rooms))
                 for _ in range(spec.random_problems)]
+    elif spec.domain in scenes21.DOMAINS21:  # rooms: the places on the line (roads, corridors)
+        out = scenes21.scenarios21(spec.domain, spec.random_problems, list(spec.abstract_sizes),
+                                   list(spec.rooms), spec.min_objects, spec.max_objects, rng)
     else:
         raise ConfigError(f"dataset.domain={spec.domain!r}: NL→PDDL data exists for {', '.join(DOMAINS)}")
     return out
@@ -127,6 +130,9 @@ def scenarios(spec: NL2PDDLSpec, domain: Domain, seed: int) -> list[scenes.Scena
 def group_of(scenario: scenes.Scenario, domain: Domain) -> str:
     """Same key for problems that are equal up to renaming (and, rarely, for others)."""
     p = scenario.problem
+    if domain.level != "classical":  # no goal completion: init, goal, numbers and the metric
+        graph = problem_graph(p.objects, {"init": p.init, "goal": p.goal_pos}, p.fluents)
+        return graph_key(graph)[:16] + (f"|{p.metric}" if p.metric else "")
     return graph_key(problem_graph(p.objects, semantic_sections(p, domain, negatives=True)))[:16]
 
 
@@ -172,8 +178,9 @@ def atomic_dir(out_dir: Path, overwrite: bool) -> Iterator[Path]:
 def build_nl2pddl(spec: NL2PDDLSpec, domain: Domain, domain_text: str, out_dir: str | Path,
                   seed: int, overwrite: bool = False, config: dict | None = None, progress=print) -> dict:
     """Build the dataset directory atomically; return the manifest."""
-    if world_for(domain) is None:
-        raise ConfigError(f"{domain.source}: NL→PDDL data needs the Blocksworld or Gripper signature")
+    if world_for(domain) is None and domain.name not in scenes21.DOMAINS21:
+        raise ConfigError(f"{domain.source}: NL→PDDL data needs the Blocksworld or Gripper signature "
+                          f"(or a built-in PDDL 2.1 domain: {', '.join(scenes21.DOMAINS21)})")
     with atomic_dir(Path(out_dir), overwrite) as tmp:
         manifest = _build_into(tmp, spec, domain, domain_text, seed, progress)
         manifest["config"] = config or {}
@@ -206,7 +213,7 @@ def _build_into(tmp: Path, spec: NL2PDDLSpec, domain: Domain, domain_text: str, 
             styles += ["abstract"] * (spec.abstract_per_problem if scenario.abstract else 0)
             for k, style in enumerate(styles):
                 pair = Pair(f"{pid}-{style[0]}{k}", pid, group, style, scenario.init_scene,
-                            scenario.goal_scene, describe(scenario, style, rng), reference)
+                            scenario.goal_scene, _describe(domain)(scenario, style, rng), reference)
                 pair_files[split].write(_dumps({**asdict(pair), "names": scenario.names}))
                 counts[split][f"pairs_{style}"] += 1
                 for row in _critic_rows(pair, scenario, domain, spec, rng):
@@ -225,17 +232,23 @@ def _build_into(tmp: Path, spec: NL2PDDLSpec, domain: Domain, domain_text: str, 
             "groups": dict(Counter(split_of.values())), "timings_s": timings}
 
 
+def _describe(domain: Domain):
+    return scenes21.describe21 if domain.level != "classical" else describe
+
+
 def _critic_rows(pair: Pair, scenario: scenes.Scenario, domain: Domain, spec: NL2PDDLSpec,
                  rng: random.Random) -> list[dict]:
     rows = []
     for i in range(spec.critic_positives):
-        variant = corruptions.equivalent_variant(scenario.problem, domain, rng)
+        variant = scenario.problem if domain.level != "classical" else \
+            corruptions.equivalent_variant(scenario.problem, domain, rng)
         rows.append({"id": f"{pair.id}-m{i}", "pair": pair.id, "description": pair.description,
                      "problem": corruptions.shuffled_pddl(variant, domain, rng), "label": "match",
                      "detail": "reference" if variant == scenario.problem else "goal completed"})
-    for kind in corruptions.KINDS:
+    numeric = domain.level != "classical"
+    for kind in scenes21.KINDS21 if numeric else corruptions.KINDS:
         for i in range(spec.critic_negatives):
-            bad = corruptions.corrupt(scenario, domain, kind, rng)
+            bad = (scenes21.corrupt21 if numeric else corruptions.corrupt)(scenario, domain, kind, rng)
             if bad is not None:
                 rows.append({"id": f"{pair.id}-{kind[0]}{i}", "pair": pair.id,
                              "description": pair.description,

@@ -5,8 +5,10 @@ bijection between generated and reference objects — the identity first, a grap
 search only when it fails. Order, whitespace and comments never matter (we compare parsed sets).
 
 *Semantic* (any STRIPS domain: Blocksworld and Gripper through their hand-written models, the
-rest through :mod:`~plansuite.nl2pddl.general_semantics`): same initial state and same set of
-goal states under one bijection. Goals are first completed with every literal they imply
+rest through :mod:`~plansuite.nl2pddl.general_semantics`; undecided, with that reason, for PDDL 2.1
+numeric and temporal domains, where goal states also depend on numeric values reached by plans):
+same initial state and same set of goal states under one bijection. Goals are first completed
+with every literal they imply
 (:func:`~plansuite.nl2pddl.worlds.implied_literals`), so an under-specified but equivalent goal
 matches, and a subtly different one does not.
 
@@ -123,9 +125,17 @@ def _first_difference(ref: Problem, gen: Problem) -> str:
             detail = [f"missing {atom_text(missing[0])}"] if missing else []
             detail += [f"unexpected {atom_text(extra[0])}"] if extra else []
             return f"{name} differs ({', '.join(detail)}) and no renaming fixes it"
+    if set(ref.fluents) != set(gen.fluents) and len(ref.fluents) != len(gen.fluents):
+        return f"{len(gen.fluents)} numeric fluent values, reference has {len(ref.fluents)}"
     if sorted(ref.fluents.values()) != sorted(gen.fluents.values()):
-        return "numeric fluent values differ"
+        changed = sorted(t for t in set(ref.fluents) & set(gen.fluents)
+                         if ref.fluents[t] != gen.fluents[t])
+        where = f" (e.g. {changed[0]}: {gen.fluents[changed[0]]:g}, reference {ref.fluents[changed[0]]:g})" \
+            if changed and ref.objects == gen.objects else ""
+        return f"numeric fluent values differ{where}"
     if (canonical_metric(ref.metric) or ("",))[0] != (canonical_metric(gen.metric) or ("",))[0]:
+        return f"metric direction differs: {ref.metric!r} vs {gen.metric!r}"
+    if ref.fluents == gen.fluents and canonical_metric(ref.metric) != canonical_metric(gen.metric):
         return f"metric differs: {ref.metric!r} vs {gen.metric!r}"
     return "no renaming of objects makes the problems identical"
 
@@ -164,9 +174,16 @@ def semantic_sections(problem: Problem, domain: Domain, negatives: bool) -> dict
     return _sections(problem, completed[0], completed[1] if negatives else frozenset())
 
 
+NOT_DECIDED_21 = ("semantic equivalence does not decide {level} (PDDL 2.1) problems: which numeric "
+                  "values and durations lead to the same goal states is not modelled; see the "
+                  "structural verdict")
+
+
 def semantic(ref: Problem, gen: Problem, domain: Domain) -> Verdict:
     """The Blocksworld / Gripper model when it applies and decides, else the domain-general
-    method (:mod:`plansuite.nl2pddl.general_semantics`)."""
+    method (:mod:`plansuite.nl2pddl.general_semantics`); PDDL 2.1 domains stay undecided."""
+    if domain.level != "classical":
+        return Verdict(None, None, NOT_DECIDED_21.format(level=domain.level))
     verdict = _model_semantic(ref, gen, domain) if world_for(domain) else None
     if verdict is None or verdict.equivalent is None:
         return Verdict(*general_semantic(ref, gen, domain, _match))

@@ -4,7 +4,8 @@
 2. domain consistency — :func:`plansuite.pddl.checks.check_problem` (``undeclared-object``,
    ``undeclared-predicate``, ``arity``, ``type``, ``undeclared-type``, ``requirement``,
    ``domain-name``, ``duplicate``);
-3. solvability with Fast Downward and validity of its plan with VAL (``unsolvable``,
+3. solvability with the planner the domain needs (Fast Downward, ENHSP for numeric fluents, TAMER
+   for durative actions: :mod:`plansuite.pddl.planners`) and validity of its plan with VAL (``unsolvable``,
    ``planner-timeout``, ``planner-error``, ``plan-invalid``);
 4. the critic, when one is configured (``critic-object``, ``critic-init``, ``critic-goal``,
    ``critic``).
@@ -24,12 +25,13 @@ from pathlib import Path
 
 from plansuite.errors import PDDLError
 from plansuite.nl2pddl.critic import Critic, critic_diagnostic
-from plansuite.pddl import fast_downward, val
+from plansuite.pddl import fast_downward, planners, val
 from plansuite.pddl.checks import Diagnostic, check_problem
 from plansuite.pddl.parse import load_domain, parse_problem, read_text
 
 Planner = Callable[[Path, Path], fast_downward.PlanResult]
 Validator = Callable[[Path, Path, list[str]], val.ValResult]
+PLANNER_NAMES = {"fast-downward": "Fast Downward", "enhsp": "ENHSP", "tamer": "TAMER"}
 FLAGS = ("parsed", "domain_consistent", "solvable", "plan_valid", "critic_accepted")
 
 
@@ -86,7 +88,8 @@ class OperationalChecker:
         self.domain_text = read_text(self.domain_file, "domain")
         self.domain = load_domain(self.domain_file)
         self.critic, self.source = critic, source
-        self.planner = planner or (lambda d, p: fast_downward.solve(d, p, mode, time_limit))
+        self.planner = planner or (lambda d, p: planners.solve(d, p, mode, time_limit,
+                                                               domain=self.domain))
         self.validator = validator or val.validate
 
     def check(self, text: str, description: str | None = None) -> CheckReport:
@@ -118,8 +121,9 @@ class OperationalChecker:
             if not result.solved:
                 kind = {"unsolvable": "unsolvable", "timeout": "planner-timeout"}.get(result.status,
                                                                                       "planner-error")
-                message = {"unsolvable": "Fast Downward proved that the goal cannot be reached from "
-                                         "the initial state (is :init complete and :goal consistent?)"
+                name = PLANNER_NAMES[planners.planner_for(self.domain)]
+                message = {"unsolvable": f"{name} proved that the goal cannot be reached from the "
+                                         "initial state (is :init complete and :goal consistent?)"
                            }.get(kind, result.message)
                 # An error of the planner says nothing about the candidate's goal: blame no section.
                 construct = "planner" if kind == "planner-error" else "(:goal ...)"

@@ -6,6 +6,7 @@ loading a file raises the first one as a :class:`~plansuite.errors.PDDLError`.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -80,7 +81,7 @@ def check_domain(domain: Domain, text: str | None = None) -> list[Diagnostic]:
         parts = [("precondition", schema.pre_pos + schema.pre_neg), ("effect", schema.add + schema.delete)]
         for part, atoms in parts:
             for atom in atoms:
-                out += _check_atom(domain, atom, params, domain.constants, src,
+                out += check_atom(domain, atom, params, domain.constants, src,
                                    f"{where} {part} {atom_text(atom)}", locate(text, atom))
     return out
 
@@ -104,7 +105,7 @@ def check_problem(problem: Problem, domain: Domain, text: str | None = None) -> 
     known = {**domain.constants, **problem.objects}
     for part, atoms in (("init", problem.init), ("goal", problem.goal_pos | problem.goal_neg)):
         for atom in sorted(atoms):
-            out += _check_atom(domain, atom, {}, known, src, f"{part} {atom_text(atom)}",
+            out += check_atom(domain, atom, {}, known, src, f"{part} {atom_text(atom)}",
                                locate(text, atom))
     out += _check_functions(problem, domain, text)
     if problem.goal_neg and ":negative-preconditions" not in domain.requirements:
@@ -114,21 +115,67 @@ def check_problem(problem: Problem, domain: Domain, text: str | None = None) -> 
 
 
 _METRIC_OPERATORS = {"+", "-", "*", "/", "total-time"}
+ASSIGNMENTS = frozenset({"increase", "decrease", "assign", "scale-up", "scale-down"})
 
 
 def _check_functions(problem: Problem, domain: Domain, text: str | None) -> list[Diagnostic]:
-    """Every function given a value in ``:init`` or used by ``:metric`` is declared."""
+    """Every function given a value in ``:init`` or used by ``:metric`` is declared (with its
+    arity and argument types in PDDL 2.1 domains), and every fluent an action updates has a value."""
     out = []
+    known = {**domain.constants, **problem.objects}
+    typed = bool(domain.function_types)  # STRIPS + action costs: names only
     for term in sorted(problem.fluents):
         name = term.strip("()").split()[0] if term.strip("()") else term
-        if name not in domain.functions:
-            out.append(Diagnostic("undeclared-function", problem.source, f"init (= {term} ...)",
+        construct, line = f"init (= {term} ...)", _line_of_term(text, term)
+        if typed:
+            out += check_function_term(domain, tuple(term.strip("()").split()), {}, known,
+                                       problem.source, construct, line)
+        elif name not in domain.functions:
+            out.append(Diagnostic("undeclared-function", problem.source, construct,
                                   f"function '{name}' is not declared in the domain's :functions",
-                                  _line_of_term(text, term)))
-    for name in sorted(set(re.findall(r"\(\s*([^\s()]+)", problem.metric or ""))):
-        if name not in domain.functions and name not in _METRIC_OPERATORS:
-            out.append(Diagnostic("undeclared-function", problem.source, f"(:metric {problem.metric})",
-                                  f"function '{name}' is not declared in the domain's :functions"))
+                                  line))
+    metric = problem.metric or ""
+    for inner in sorted(set(re.findall(r"\(\s*([^()]*?)\s*\)", metric))):
+        term = tuple(inner.split())
+        if not term or term[0] in _METRIC_OPERATORS:
+            continue
+        if typed:
+            out += check_function_term(domain, term, {}, known, problem.source,
+                                       f"(:metric {metric})", None)
+        elif term[0] not in domain.functions:
+            out.append(Diagnostic("undeclared-function", problem.source, f"(:metric {metric})",
+                                  f"function '{term[0]}' is not declared in the domain's :functions"))
+    if "total-time" in metric and domain.function_types and domain.level != "temporal":
+        out.append(Diagnostic("metric", problem.source, f"(:metric {metric})",
+                              "total-time is a temporal metric, the domain has no durative actions"))
+    return out + _undefined_fluents(problem, domain)
+
+
+def updated_functions(domain: Domain) -> frozenset[str]:
+    """Functions an action changes or a duration reads: each ground instance over the problem's
+    objects needs an initial value, or VAL and the planners meet an undefined fluent. (A fluent
+    that is only *read* may be left undefined on purpose: the condition then never holds.)"""
+    names: set[str] = set()
+    for action in domain.actions21:
+        texts = [t for _, t in action.effects if t.split(" ", 1)[0][1:] in ASSIGNMENTS]
+        texts += [action.duration] if action.duration else []
+        for text in texts:
+            names |= set(re.findall(r"\(([^\s()]+)", text)) & set(domain.function_types)
+    return frozenset(names)
+
+
+def _undefined_fluents(problem: Problem, domain: Domain) -> list[Diagnostic]:
+    objects = {**domain.constants, **problem.objects}
+    out = []
+    for name in sorted(updated_functions(domain)):
+        choices = [sorted(o for o, t in objects.items() if domain.is_subtype(t, want))
+                   for want in domain.function_types[name]]
+        for args in itertools.product(*choices):
+            term = "(" + " ".join((name, *args)) + ")"
+            if term not in problem.fluents:
+                out.append(Diagnostic("undefined-fluent", problem.source, f"init {term}",
+                                      "no initial value (= ... v), but an action updates it or a "
+                                      "duration reads it"))
     return out
 
 
@@ -146,14 +193,31 @@ def _all_declared_types(domain: Domain) -> set[str]:
     return found
 
 
-def _check_atom(domain: Domain, atom: Atom, params: dict[str, str], objects: dict[str, str],
-                src: str, construct: str, line: int | None) -> Iterable[Diagnostic]:
+def check_atom(domain: Domain, atom: Atom, params: dict[str, str], objects: dict[str, str],
+               src: str, construct: str, line: int | None) -> list[Diagnostic]:
+    """Predicate declared, arity, every argument declared and of the parameter's type."""
+    if atom[0] not in domain.predicates:
+        return [Diagnostic("undeclared-predicate", src, construct,
+                           f"predicate '{atom[0]}' is not declared", line)]
+    return list(_check_args(domain, atom, domain.predicates[atom[0]], params, objects, src,
+                            construct, line))
+
+
+def check_function_term(domain: Domain, term: Atom, params: dict[str, str],
+                        objects: dict[str, str], src: str, construct: str,
+                        line: int | None) -> list[Diagnostic]:
+    """The same for a function term ``(fuel t1)`` of a PDDL 2.1 domain."""
+    if term[0] not in domain.function_types:
+        return [Diagnostic("undeclared-function", src, construct,
+                           f"function '{term[0]}' is not declared in the domain's :functions", line)]
+    return list(_check_args(domain, term, domain.function_types[term[0]], params, objects, src,
+                            construct, line))
+
+
+def _check_args(domain: Domain, atom: Atom, expected: tuple[str, ...], params: dict[str, str],
+                objects: dict[str, str], src: str, construct: str,
+                line: int | None) -> Iterable[Diagnostic]:
     pred, args = atom[0], atom[1:]
-    if pred not in domain.predicates:
-        yield Diagnostic("undeclared-predicate", src, construct, f"predicate '{pred}' is not declared",
-                         line)
-        return
-    expected = domain.predicates[pred]
     if len(args) != len(expected):
         yield Diagnostic("arity", src, construct,
                          f"'{pred}' takes {len(expected)} argument(s), got {len(args)}", line)

@@ -79,6 +79,20 @@ def identity() -> str:
     return "|".join(parts)
 
 
+def run_planner(cmd: list[str], cwd: str | None, timeout: float, name: str,
+                problem_file: str | Path, env: dict[str, str] | None = None
+                ) -> subprocess.CompletedProcess | None:
+    """Run one planner process; ``None`` when it was killed at ``timeout``. A planner that cannot
+    start is a :class:`PlannerError` (never "no plan")."""
+    try:
+        return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                              env=env)
+    except subprocess.TimeoutExpired:
+        return None
+    except OSError as exc:
+        raise PlannerError(f"{problem_file}: {name} failed to start: {exc}") from exc
+
+
 def solve(domain_file: str | Path, problem_file: str | Path, mode: str = "optimal",
           time_limit: float = 60.0) -> PlanResult:
     """Plan with FD: ``mode`` is ``optimal``, ``satisficing`` or any FD alias."""
@@ -88,13 +102,9 @@ def solve(domain_file: str | Path, problem_file: str | Path, mode: str = "optima
         cmd = [sys.executable, str(driver()), "--alias", alias,
                "--overall-time-limit", f"{max(1, int(time_limit))}s",
                str(Path(domain_file).resolve()), str(Path(problem_file).resolve())]
-        try:
-            proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True,
-                                  timeout=time_limit + 30)
-        except subprocess.TimeoutExpired:
+        proc = run_planner(cmd, tmp, time_limit + 30, "Fast Downward", problem_file)
+        if proc is None:
             return PlanResult("timeout", None, time.perf_counter() - start, "killed")
-        except OSError as exc:
-            raise PlannerError(f"{problem_file}: Fast Downward failed to start: {exc}") from exc
         seconds = time.perf_counter() - start
         plan_file = Path(tmp) / "sas_plan"
         if plan_file.is_file():

@@ -57,6 +57,25 @@ class Schema:
 
 
 @dataclass(frozen=True)
+class Action21:
+    """A PDDL 2.1 action (instantaneous with numeric parts, or durative), kept as checked text.
+
+    The suite never simulates these (the numeric and temporal planners and VAL read the files);
+    it keeps what checks, equivalence and tests need: canonical s-expressions of each part.
+    """
+
+    name: str
+    parameters: tuple[tuple[str, str], ...]  # (?var, type)
+    duration: str | None = None  # "(= ?duration (move-time ?r))"; None: not durative
+    conditions: tuple[tuple[str, str], ...] = ()  # (when, text); when: "" | at start | ...
+    effects: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def durative(self) -> bool:
+        return self.duration is not None
+
+
+@dataclass(frozen=True)
 class Domain:
     name: str
     requirements: frozenset[str]
@@ -66,6 +85,17 @@ class Domain:
     actions: tuple[Schema, ...]
     source: str = "<domain>"
     functions: frozenset[str] = frozenset()  # names declared in (:functions ...)
+    # PDDL 2.1 only: each function's parameter types, and the actions (then ``actions`` is empty,
+    # so no STRIPS tool can mistake a numeric or temporal domain for one without actions).
+    function_types: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    actions21: tuple[Action21, ...] = ()
+
+    @property
+    def level(self) -> str:
+        """``temporal`` (durative actions), ``numeric`` (numeric fluents) or ``classical``."""
+        if any(a.durative for a in self.actions21):
+            return "temporal"
+        return "numeric" if self.actions21 else "classical"
 
     def subtypes(self, type_name: str) -> set[str]:
         """``type_name`` and every type below it."""
@@ -127,13 +157,24 @@ def problem_to_pddl(problem: Problem, domain: Domain | None = None) -> str:
         f"  (:objects {objects})",
         "  (:init",
         *(f"    {t}" for t in _sorted_texts(problem.init)),
+        *(f"    (= {term} {number_text(v)})" for term, v in sorted(problem.fluents.items())),
         "  )",
         "  (:goal (and",
         *(f"    {t}" for t in goal),
         "  ))",
+        *([f"  (:metric {problem.metric})"] if problem.metric else []),
         ")",
     ]
     return "\n".join(lines) + "\n"
+
+
+def number_text(value: float) -> str:
+    """A PDDL number: integers without a decimal point, as people and IPC files write them.
+
+    >>> number_text(3.0), number_text(2.5), number_text(-1.0)
+    ('3', '2.5', '-1')
+    """
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
 def _sorted_texts(atoms: Iterable[Atom]) -> list[str]:

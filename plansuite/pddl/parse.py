@@ -2,7 +2,8 @@
 
 Every text first passes :mod:`plansuite.pddl.reader` (case folded to lower case once, size and
 nesting bounded, duplicates and ``:derived`` rejected). The parser does the syntax;
-:mod:`plansuite.pddl.checks` does the semantics it lacks. Anything outside STRIPS + typing +
+:mod:`plansuite.pddl.checks` does the semantics it lacks. Domains with numeric fluents or
+durative actions go to :mod:`plansuite.pddl.pddl21`. Anything else outside STRIPS + typing +
 constants + negative preconditions + equality is rejected here with one line naming the file and
 the construct, so nothing is ever mis-simulated.
 """
@@ -43,6 +44,11 @@ def load_problem(path: str | Path, domain: Domain, *, check: bool = True) -> Pro
 
 
 def parse_domain(text: str, source: str = "<domain>", *, check: bool = True) -> Domain:
+    """A STRIPS domain through ``pddl``; a numeric or temporal one through :mod:`.pddl21`."""
+    from plansuite.pddl.pddl21 import needs_pddl21, parse_domain21
+
+    if needs_pddl21(text):
+        return parse_domain21(text, source, check=check)
     prepared = prepare_domain(text, source)
     raw = _syntax(lambda: _fresh(_parsers()[0])(_untag_object(prepared.text)), source, "domain",
                   prepared.text)

@@ -52,6 +52,10 @@ class GroundTask:
     """All ground actions of one problem, with bit masks for fast simulation."""
 
     def __init__(self, domain: Domain, problem: Problem):
+        if domain.level != "classical":  # its actions live in actions21: grounding would drop them
+            raise PDDLError(domain.source, f"{domain.level} domain {domain.name}",
+                            "the STRIPS simulator cannot run PDDL 2.1 actions (use "
+                            "plansuite.pddl.planners and VAL)", kind="unsupported")
         self.domain, self.problem = domain, problem
         objects = {**domain.constants, **problem.objects}
         by_type: dict[str, list[str]] = {}

@@ -1,0 +1,6 @@
+(define (problem fd-p1) (:domain fuel-delivery)
+  (:objects t1 - truck la lb lc - location p1 p2 - package)
+  (:init (at t1 la) (pkg-at p1 la) (pkg-at p2 lb) (road la lb) (road lb la) (road lb lc) (road lc lb)
+         (= (fuel t1) 5) (= (carried t1) 0) (= (capacity t1) 2) (= (fuel-used) 0))
+  (:goal (and (pkg-at p1 lc) (pkg-at p2 lc)))
+  (:metric minimize (fuel-used)))

@@ -1,0 +1,6 @@
+(define (problem td-p1) (:domain timed-delivery)
+  (:objects r1 - robot ra rb - room i1 - item)
+  (:init (robot-at r1 ra) (free r1) (item-at i1 ra) (corridor ra rb) (corridor rb ra)
+         (= (move-time r1) 3))
+  (:goal (and (item-at i1 rb)))
+  (:metric minimize (total-time)))
