@@ -464,7 +464,7 @@ def build_critic(spec: TrainSpec, domain: Domain) -> Built:
         tokenizer = make_text_tokenizer(m.backbone, m.vocab_size, spec.data_dir, m.kind, domain)
         model = make_model(m.backbone, "classifier", tokenizer, labels)
     dm = CriticDataModule(spec.data_dir, tokenizer, model.config.n_positions, m.batch_size,
-                          spec.num_workers)
+                          spec.num_workers, spec.seed)
     dm.setup()
     module = CriticModule(model, m.optim, spec.record())
     return Built(module, dm, tokenizer, {"kind": m.kind, "labels": list(CRITIC_LABELS), "init": m.init,
@@ -515,6 +515,7 @@ def make_trainer(spec: TrainSpec, domain_name: str, dataset: str | None):
     from lightning.pytorch.callbacks import ModelCheckpoint
 
     from plansuite.models.callbacks import ProgressLines, TokensPerSecond
+    from plansuite.models.resumable import ResumeState
 
     m = spec.model
     ckpt_dir = spec.out_dir / "checkpoints"
@@ -526,7 +527,7 @@ def make_trainer(spec: TrainSpec, domain_name: str, dataset: str | None):
                               auto_insert_metric_name=False)
     throughput = TokensPerSecond()
     logger = spec.logger(*run_labels(spec, domain_name, dataset)) if spec.logger else False
-    callbacks = [last_cb, best_cb, throughput]
+    callbacks = [last_cb, best_cb, throughput, ResumeState()]  # a resume continues the random draws
     bar = bool(spec.trainer.get("enable_progress_bar", True)) and sys.stdout.isatty()
     if not bar:  # a log file: plain lines instead of a redrawn bar
         callbacks.append(ProgressLines(spec.progress_every_n_steps))
