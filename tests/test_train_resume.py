@@ -15,6 +15,11 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
+import signal
+import subprocess
+import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -33,6 +38,7 @@ from plansuite.training import (
     CPU_TRAINER,
     CriticConfig,
     GeneratorConfig,
+    ProblemGeneratorConfig,
     TrainSpec,
     VerifierConfig,
     build,
@@ -58,7 +64,8 @@ class KillAt(L.Callback):
 
 @pytest.fixture(scope="module")
 def datasets(tmp_path_factory) -> dict[str, Path]:
-    """A tiny transition dataset (generator, verifier) and a tiny NL -> PDDL one (critic)."""
+    """A tiny transition dataset (generator, verifier) and a tiny NL -> PDDL one (the problem
+    generator, the critic)."""
     from plansuite.nl2pddl.dataset import NL2PDDLSpec, build_nl2pddl
 
     root = tmp_path_factory.mktemp("resume")
@@ -76,6 +83,9 @@ MODELS = {
     "generator": lambda: GeneratorConfig(backbone=BackboneConfig(**TINY), augment="rename",
                                          batch_size=BATCH, epochs=EPOCHS, val_greedy=4),
     "verifier": lambda: VerifierConfig(backbone=BackboneConfig(**TINY), batch_size=2 * BATCH, epochs=EPOCHS),
+    "problem_generator": lambda: ProblemGeneratorConfig(
+        backbone=BackboneConfig(tokenizer="corpus", n_positions=512, **TINY), vocab_size=400,
+        batch_size=2, epochs=EPOCHS, val_greedy=2, max_new_tokens=8),
     "critic": lambda: CriticConfig(backbone=BackboneConfig(tokenizer="corpus", n_positions=512, **TINY),
                                    vocab_size=400, batch_size=BATCH, epochs=EPOCHS),
 }
@@ -98,9 +108,9 @@ def weights(out_dir: Path) -> dict[str, torch.Tensor]:
     return load_file(out_dir / "export" / "model.safetensors")
 
 
-@pytest.mark.parametrize("kind", ["generator", "verifier", "critic"])
+@pytest.mark.parametrize("kind", list(MODELS))
 def test_a_run_killed_mid_epoch_resumes_exactly(kind, datasets, tmp_path, monkeypatch):
-    data_dir = datasets["nl" if kind == "critic" else "plans"]
+    data_dir = datasets["nl" if kind in ("problem_generator", "critic") else "plans"]
     straight = training.train(spec_of(kind, data_dir, tmp_path / "straight"))
     per_epoch = straight["global_step"] // EPOCHS
     assert straight["global_step"] == EPOCHS * per_epoch and per_epoch > EVERY + 2
@@ -171,3 +181,44 @@ def test_the_order_is_a_function_of_seed_and_epoch_and_renamings_of_the_item_too
         others.append(renamed[5])
     assert any(other != item for other in others)  # and renamed afresh in other epochs
     json.dumps(dm.train_dataloader().state_dict())  # plain values in the checkpoint
+
+
+@pytest.mark.slow
+def test_a_cli_run_killed_with_sigkill_resumes_exactly(datasets, tmp_path):
+    """The same with a real SIGKILL of ``plansuite-train`` at whatever step it has reached once
+    its first checkpoint exists, and the resume in a new process."""
+    cli = str(Path(sys.executable).parent / "plansuite-train")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    common = [f"data_dir={datasets['plans']}", "logger=csv", "trainer.log_every_n_steps=1",
+              "trainer.enable_progress_bar=false", "seed=7", "checkpoint_every_n_steps=5",
+              "model.epochs=2", f"model.batch_size={BATCH}", "model.val_greedy=4",
+              "model.augment=rename", *(f"model.backbone.{k}={v}" for k, v in TINY.items())]
+
+    def cli_run(out: Path, *extra: str) -> dict:
+        proc = subprocess.run([cli, f"out_dir={out}", *common, *extra], env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return json.loads((out / "results.json").read_text())
+
+    straight = cli_run(tmp_path / "straight")
+    out = tmp_path / "killed"
+    last = out / "checkpoints" / "last.ckpt"
+    proc = subprocess.Popen([cli, f"out_dir={out}", *common], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    while not last.is_file() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    saved = torch.load(last, map_location="cpu", weights_only=False)["global_step"]
+    assert 0 < saved < straight["global_step"] // 2  # mid-way through the first epoch
+    resumed = cli_run(out, "ckpt_path=last")
+    assert resumed["resumed_from_step"] == saved
+
+    def logged(run: Path) -> dict[int, float]:
+        versions = sorted((run / "logs").glob("version_*"), key=lambda p: int(p.name.split("_")[1]))
+        return step_losses(run, int(versions[-1].name.split("_")[1]))
+
+    expected = {s: v for s, v in logged(tmp_path / "straight").items() if s >= saved}
+    assert logged(out) == pytest.approx(expected, rel=1e-5, abs=1e-7)
+    assert resumed["metrics"] == pytest.approx(straight["metrics"], rel=1e-4, abs=1e-6)
