@@ -6,7 +6,9 @@ tokenizer and export metadata, and one :func:`train` that fits, checkpoints, val
 weights and writes ``export/`` and ``results.json``. ``plansuite-train`` (:mod:`plansuite.cli.train`)
 turns its Hydra config into a :class:`TrainSpec`; the skill rounds build one directly.
 
-Writes under ``out_dir``: ``checkpoints/last.ckpt`` (every ``checkpoint_every_n_steps``) and
+Writes under ``out_dir``: ``checkpoints/last.ckpt`` (every ``checkpoint_every_n_steps``, with the
+training data's position and the random states, so that a run killed between two saves resumes
+from the last one as if never stopped: :mod:`plansuite.models.resumable`) and
 ``checkpoints/best.ckpt``, ``export/`` (``save_pretrained`` model + tokenizer + ``plansuite.json``,
 from the best checkpoint), ``results.json`` (throughput and validation metrics) and the logger's
 files.
