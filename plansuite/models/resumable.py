@@ -18,7 +18,7 @@ the same dropout masks. Three pieces make that so:
 - :class:`ResumeState`: the global random states (torch, CUDA, Python, NumPy) in every
   checkpoint, restored on resume, so dropout draws continue as in the uninterrupted run
   (Lightning's own checkpoints do not hold them); it also puts the loader's position back where
-  Lightning fails to.
+  Lightning fails to, and keeps validation from drawing from training's random states.
 
 Under DDP a checkpoint holds rank 0's states only: the data position is the same on every rank,
 the random states are not, so a DDP run with dropout resumes with other dropout masks.
@@ -108,37 +108,60 @@ def resumable_loader(dataset: Sized, batch_size: int, seed: int, collate_fn: Cal
                            collate_fn=collate_fn, num_workers=num_workers)
 
 
+def random_states() -> dict[str, Any]:
+    """The global random states (torch, CUDA, Python, NumPy), as tensors and plain Python values:
+    Lightning loads checkpoints with torch's default ``weights_only=True``, which refuses NumPy
+    arrays."""
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    version, internal, py_gauss = random.getstate()
+    state: dict[str, Any] = {
+        "torch": torch.get_rng_state(),
+        "python": [version, list(internal), py_gauss],
+        "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss]}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_random_states(state: dict[str, Any]) -> None:
+    """Put back what :func:`random_states` returned."""
+    torch.set_rng_state(state["torch"])
+    version, internal, py_gauss = state["python"]
+    random.setstate((version, tuple(internal), py_gauss))
+    kind, keys, pos, has_gauss, gauss = state["numpy"]
+    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
+    cuda = state.get("cuda")
+    if cuda is not None and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all(cuda)
+
+
 class ResumeState(L.Callback):
     """What a Lightning checkpoint lacks for an exact resume, saved in each one and put back just
     before the first training batch of a resume (``on_train_start``):
 
-    - the global random states (torch, CUDA, Python, NumPy), for dropout;
+    - the global random states, for dropout;
     - the training loader's position. Lightning saves it (the loader's ``state_dict``) but does
       not load it when ``configure_optimizers`` has read ``trainer.estimated_stepping_batches``,
       as ours does for the warmup schedule: that builds the loader before the checkpoint is
       restored and the restore then skips it (Lightning issue #20550, open in 2.6). Loading it
       again where Lightning did is harmless: the same state.
 
-    Kept to tensors and plain Python values: Lightning loads checkpoints with torch's default
-    ``weights_only=True``, which refuses NumPy arrays.
+    Validation leaves the random states as it found them: it draws from them (each validation
+    loader's worker seed, any sampling), and a resume from a checkpoint saved on an epoch's last
+    batch skips that epoch's validation (Lightning restarts after it), so training's draws must
+    not depend on it.
     """
 
     def __init__(self) -> None:
         self._trainer: Any = None
         self._pending: dict[str, Any] | None = None
+        self._before_validation: dict[str, Any] | None = None
 
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         self._trainer = trainer  # state_dict() is called without it
 
     def state_dict(self) -> dict[str, Any]:
-        kind, keys, pos, has_gauss, gauss = np.random.get_state()
-        version, internal, py_gauss = random.getstate()
-        state: dict[str, Any] = {
-            "torch": torch.get_rng_state(),
-            "python": [version, list(internal), py_gauss],
-            "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss]}
-        if torch.cuda.is_available() and torch.cuda.is_initialized():
-            state["cuda"] = torch.cuda.get_rng_state_all()
+        state = random_states()
         loader = self._trainer.train_dataloader if self._trainer is not None else None
         if isinstance(loader, ResumableLoader):
             state["data"] = loader.state_dict()
@@ -151,17 +174,19 @@ class ResumeState(L.Callback):
         state, self._pending = self._pending, None
         if state is None:
             return
-        torch.set_rng_state(state["torch"])
-        version, internal, py_gauss = state["python"]
-        random.setstate((version, tuple(internal), py_gauss))
-        kind, keys, pos, has_gauss, gauss = state["numpy"]
-        np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
-        cuda = state.get("cuda")
-        if cuda is not None and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
-            torch.cuda.set_rng_state_all(cuda)
+        set_random_states(state)
         loader = trainer.train_dataloader
         if "data" in state and isinstance(loader, ResumableLoader):
             loader.load_state_dict(state["data"])
 
+    def on_validation_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._before_validation = random_states()
 
-__all__ = ["EpochOrder", "ResumableLoader", "ResumeState", "resumable_loader"]
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if self._before_validation is not None:
+            set_random_states(self._before_validation)
+            self._before_validation = None
+
+
+__all__ = ["EpochOrder", "ResumableLoader", "ResumeState", "random_states", "resumable_loader",
+           "set_random_states"]
