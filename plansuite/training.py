@@ -529,7 +529,7 @@ def make_trainer(spec: TrainSpec, domain_name: str, dataset: str | None):
                               auto_insert_metric_name=False)
     throughput = TokensPerSecond()
     logger = spec.logger(*run_labels(spec, domain_name, dataset)) if spec.logger else False
-    callbacks = [last_cb, best_cb, throughput, ResumeState()]  # a resume continues the random draws
+    callbacks = [last_cb, best_cb, throughput, ResumeState()]  # a resume goes on where it stopped
     bar = bool(spec.trainer.get("enable_progress_bar", True)) and sys.stdout.isatty()
     if not bar:  # a log file: plain lines instead of a redrawn bar
         callbacks.append(ProgressLines(spec.progress_every_n_steps))
