@@ -6,7 +6,9 @@ tokenizer and export metadata, and one :func:`train` that fits, checkpoints, val
 weights and writes ``export/`` and ``results.json``. ``plansuite-train`` (:mod:`plansuite.cli.train`)
 turns its Hydra config into a :class:`TrainSpec`; the skill rounds build one directly.
 
-Writes under ``out_dir``: ``checkpoints/last.ckpt`` (every ``checkpoint_every_n_steps``) and
+Writes under ``out_dir``: ``checkpoints/last.ckpt`` (every ``checkpoint_every_n_steps``, with the
+training data's position and the random states, so that a run killed between two saves resumes
+from the last one as if never stopped: :mod:`plansuite.models.resumable`) and
 ``checkpoints/best.ckpt``, ``export/`` (``save_pretrained`` model + tokenizer + ``plansuite.json``,
 from the best checkpoint), ``results.json`` (throughput and validation metrics) and the logger's
 files.
@@ -466,7 +468,7 @@ def build_critic(spec: TrainSpec, domain: Domain) -> Built:
         tokenizer = make_text_tokenizer(m.backbone, m.vocab_size, spec.data_dir, m.kind, domain)
         model = make_model(m.backbone, "classifier", tokenizer, labels)
     dm = CriticDataModule(spec.data_dir, tokenizer, model.config.n_positions, m.batch_size,
-                          spec.num_workers)
+                          spec.num_workers, spec.seed)
     dm.setup()
     module = CriticModule(model, m.optim, spec.record())
     return Built(module, dm, tokenizer, {"kind": m.kind, "labels": list(CRITIC_LABELS), "init": m.init,
@@ -517,6 +519,7 @@ def make_trainer(spec: TrainSpec, domain_name: str, dataset: str | None):
     from lightning.pytorch.callbacks import ModelCheckpoint
 
     from plansuite.models.callbacks import ProgressLines, TokensPerSecond
+    from plansuite.models.resumable import ResumeState
 
     m = spec.model
     ckpt_dir = spec.out_dir / "checkpoints"
@@ -528,7 +531,7 @@ def make_trainer(spec: TrainSpec, domain_name: str, dataset: str | None):
                               auto_insert_metric_name=False)
     throughput = TokensPerSecond()
     logger = spec.logger(*run_labels(spec, domain_name, dataset)) if spec.logger else False
-    callbacks = [last_cb, best_cb, throughput]
+    callbacks = [last_cb, best_cb, throughput, ResumeState()]  # a resume goes on where it stopped
     bar = bool(spec.trainer.get("enable_progress_bar", True)) and sys.stdout.isatty()
     if not bar:  # a log file: plain lines instead of a redrawn bar
         callbacks.append(ProgressLines(spec.progress_every_n_steps))

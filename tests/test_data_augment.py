@@ -57,7 +57,7 @@ def test_renamed_transitions_are_simulator_true(domain_name, tiny_dataset_of):
     assert changed > len(records) // 2
 
 
-def test_generator_data_draws_a_new_renaming_each_time(tiny_dataset_of):
+def test_generator_data_draws_a_new_renaming_each_epoch(tiny_dataset_of):
     from plansuite.models.datamodules import GeneratorDataModule
     from plansuite.models.tokenizer import build_atom_tokenizer
 
@@ -69,7 +69,11 @@ def test_generator_data_draws_a_new_renaming_each_time(tiny_dataset_of):
     plain.setup()
     renamed.setup()
     assert len(renamed.train) == len(plain.train)
-    draws = [renamed.train[3] for _ in range(6)]
+    draws = []
+    for epoch in range(6):  # a new renaming each epoch; within an epoch, the same on every draw
+        renamed.train.set_epoch(epoch)
+        draws.append(renamed.train[3])
+        assert renamed.train[3] == draws[-1]
     assert any(d != draws[0] for d in draws)
     assert all(len(d[0]) == len(plain.train[3][0]) for d in draws)  # one token per atom
     assert plain.val == renamed.val  # validation is never renamed

@@ -47,6 +47,7 @@ from plansuite.data.verifier_recipes import (
 )
 from plansuite.errors import ConfigError
 from plansuite.jsonl import iter_jsonl
+from plansuite.models.resumable import resumable_loader
 from plansuite.models.sampling import pick_records, sample_and_judge
 from plansuite.models.tokenizer import encode, pad_ids
 from plansuite.pddl.model import Domain
@@ -101,20 +102,26 @@ def collate_causal(examples: list[tuple[list[int], list[int]]], pad_id: int) -> 
 
 
 class RenamedTransitions(Dataset):
-    """Training transitions, each renamed afresh every time it is drawn (``model.augment=rename``,
-    :mod:`plansuite.data.augment`); the i-th draw of an item is seeded by (seed, item, i)."""
+    """Training transitions, renamed afresh each epoch (``model.augment=rename``,
+    :mod:`plansuite.data.augment`). An item's renaming is a pure function of (seed, index, epoch),
+    so a resumed run, a DataLoader worker and a DDP rank all draw the one the uninterrupted run
+    drew; :class:`~plansuite.models.resumable.EpochOrder` sets the epoch."""
 
     def __init__(self, records: Sequence[TransitionRecord], pool: dict[str, list[str]],
                  encode_records, seed: int):
         self.records, self.pool, self.encode_records, self.seed = records, pool, encode_records, seed
-        self.draws = [0] * len(records)
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
 
     def __len__(self) -> int:
         return len(self.records)
 
     def __getitem__(self, i: int) -> tuple[list[int], list[int]]:
-        rng = random.Random(f"{self.seed}/{i}/{self.draws[i]}")
-        self.draws[i] += 1
+        # The seed string of the counter it replaces (the i-th item's n-th draw was in epoch n),
+        # so single-process runs rename as before.
+        rng = random.Random(f"{self.seed}/{i}/{self.epoch}")
         return self.encode_records([rename_transition(self.records[i], self.pool, rng)])[0]
 
 
@@ -173,8 +180,8 @@ class GeneratorDataModule(L.LightningDataModule):
                                             self.seed)
 
     def train_dataloader(self) -> DataLoader:
-        return DataLoader(self.train, batch_size=self.batch_size, shuffle=True, drop_last=False,
-                          collate_fn=self._collate, num_workers=self.num_workers)
+        return resumable_loader(self.train, self.batch_size, self.seed, self._collate,
+                                self.num_workers, self.trainer)
 
     def val_dataloader(self) -> list[DataLoader]:
         loaders = [DataLoader(self.val, batch_size=self.batch_size, collate_fn=self._collate,
@@ -292,8 +299,8 @@ class VerifierDataModule(L.LightningDataModule):
         return [(x, i.label, i.truth) for x, i in zip(ids, items, strict=True)]
 
     def train_dataloader(self) -> DataLoader:
-        return DataLoader(self.train, batch_size=self.batch_size, shuffle=True,
-                          collate_fn=self._collate, num_workers=self.num_workers)
+        return resumable_loader(self.train, self.batch_size, self.seed, self._collate,
+                                self.num_workers, self.trainer)
 
     def val_dataloader(self) -> list[DataLoader]:
         return [DataLoader(v, batch_size=self.batch_size * 2, collate_fn=self._collate,

@@ -23,6 +23,7 @@ from torch.utils.data import DataLoader
 
 from plansuite.errors import ConfigError
 from plansuite.models.datamodules import GeneratorDataModule, check_fits
+from plansuite.models.resumable import resumable_loader
 from plansuite.models.tokenizer import encode, pad_ids
 from plansuite.nl2pddl.critic import CRITIC_LABELS
 from plansuite.nl2pddl.dataset import load_critic_examples, load_pairs
@@ -54,10 +55,10 @@ class ProblemDataModule(GeneratorDataModule):
 
 class CriticDataModule(L.LightningDataModule):
     def __init__(self, data_dir: str | Path, tokenizer, context: int, batch_size: int = 32,
-                 num_workers: int = 0):
+                 num_workers: int = 0, seed: int = 0):
         super().__init__()
         self.data_dir, self.tokenizer, self.context = data_dir, tokenizer, context
-        self.batch_size, self.num_workers = batch_size, num_workers
+        self.batch_size, self.num_workers, self.seed = batch_size, num_workers, seed
         self.train: list | None = None
 
     def _encode(self, split: str) -> list[tuple[list[int], int]]:
@@ -79,8 +80,8 @@ class CriticDataModule(L.LightningDataModule):
                              **{k: sum(1 for _, y in self.train if y == i) for i, k in enumerate(CRITIC_LABELS)}}
 
     def train_dataloader(self) -> DataLoader:
-        return DataLoader(self.train, batch_size=self.batch_size, shuffle=True,
-                          collate_fn=self._collate, num_workers=self.num_workers)
+        return resumable_loader(self.train, self.batch_size, self.seed, self._collate,
+                                self.num_workers, self.trainer)
 
     def val_dataloader(self) -> DataLoader:
         return DataLoader(self.val, batch_size=self.batch_size * 2, collate_fn=self._collate,
