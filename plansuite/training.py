@@ -89,6 +89,7 @@ class VerifierConfig:
     recipe: str = "random"  # random | relabel | hard | onpolicy: plansuite/data/verifier_recipes.py
     input_kind: str = "state_action"  # state_action | state_action_next | state_action_diff (the last two: onpolicy only)
     onpolicy: OnPolicyConfig = field(default_factory=OnPolicyConfig)
+    augment: str = "none"  # none | rename: training texts' objects renamed at random per draw
     calibrate_on: str = "auto"  # validation set for the threshold: onpolicy if present, else random
     batch_size: int = 32
     epochs: int = 4
@@ -425,7 +426,8 @@ def build_verifier(spec: TrainSpec, domain: Domain) -> Built:
     add_tokens(model, tokenizer, EXTRA_TOKENS.get(m.input_kind, ()))
     dm = VerifierDataModule(spec.data_dir, domain, tokenizer, model.config.n_positions, m.recipe,
                             m.input_kind, m.batch_size, m.generator_dir, m.onpolicy,
-                            spec.out_dir / "data", spec.num_workers, spec.seed)
+                            spec.out_dir / "data", spec.num_workers, spec.seed,
+                            augment=m.augment)
     module = VerifierModule(model, m.optim, val_set_names(m.generator_dir), m.calibrate_on,
                             spec.record())
     meta = {"kind": "verifier", "input_kind": m.input_kind, "init": m.init, "recipe": m.recipe}

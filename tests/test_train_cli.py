@@ -122,7 +122,8 @@ def test_diff_verifier_adds_its_markers_and_scores_claimed_changes(generator, da
     gen_out, _ = generator
     run(config(data_dir, tmp_path, "model=verifier", "model.init=generator",
                f"model.generator_dir={gen_out / 'export'}", "model.recipe=onpolicy",
-               "model.input_kind=state_action_diff", "model.onpolicy.prompts=20",
+               "model.input_kind=state_action_diff", "model.augment=rename",
+               "model.onpolicy.prompts=20",
                "model.onpolicy.val_prompts=20", "trainer.max_steps=2"))
     scorer = VerifierScorer.from_export(tmp_path / "export")
     assert scorer.meta["input_kind"] == "state_action_diff"

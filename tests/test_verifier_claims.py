@@ -49,3 +49,43 @@ def test_corrupt_claim_is_one_atom_off_in_every_way(blocksworld):
         assert bin(wrong ^ true).count("1") == 1
         seen.add(wrong)
     assert len(seen) > 5
+
+
+def test_renaming_a_verifier_text_keeps_its_truth(tiny_dataset, blocksworld):
+    """Renaming is a symmetry: a renamed step is valid exactly when the original is."""
+    from plansuite.data.augment import name_pool, rename_text_blocks
+
+    tasks = TaskCache(blocksworld)
+    items = dataset_items(tiny_dataset, "train", "hard", "state_action_diff", tasks)[:200]
+    types = {f"b{i}": "object" for i in range(1, 9)}
+    pool = name_pool(types)
+    changed = 0
+    for n, item in enumerate(items):
+        text = rename_text_blocks(item.text, types, pool, random.Random(n))
+        changed += text != item.text
+        assert _diff_truth(text, tasks) == _diff_truth(item.text, tasks) == item.truth
+        for block in _blocks(text):
+            assert block == sorted(block)  # the text format's sorted atoms
+    assert changed > len(items) / 2
+
+
+def _blocks(text: str) -> list[list[str]]:
+    out: list[list[str]] = []
+    for line in text.split("\n"):
+        if line.startswith("("):
+            out[-1].append(line)
+        else:
+            out.append([])
+    return out
+
+
+def _diff_truth(text: str, tasks: TaskCache) -> int:
+    lines = text.split("\n")
+    state = lines[1:lines.index("ACTION:")]
+    action = lines[lines.index("ACTION:") + 1]
+    added = lines[lines.index("ADDED:") + 1:lines.index("DELETED:")]
+    deleted = lines[lines.index("DELETED:") + 1:]
+    objects = {o: "object" for a in state + added for o in parse_atom_text(a)[1:]}
+    task = tasks.get(objects, [parse_atom_text(a) for a in state])
+    claim = (set(state) - set(deleted)) | set(added)
+    return int(task.step(task.encode(state), action) == task.encode(claim))

@@ -7,7 +7,9 @@ fails on exactly those problems. Renaming the objects of each training transitio
 injectively within their types and into the dataset's pool of names, is a symmetry of any PDDL
 domain whose objects are not constants: the renamed transition is as true as the original. With
 ``model.augment=rename`` every training example is renamed afresh each time it is drawn, so all
-names become equally frequent; validation and test data are never renamed.
+names become equally frequent; validation and test data are never renamed. The verifier's texts
+(:func:`rename_text_blocks`) are renamed the same way: a verifier that learns which atom makes
+``(unstack b3 b2)`` applicable for every pair of names, not for the pairs its data happened to hold.
 
 >>> import random
 >>> from plansuite.data.load import TransitionRecord
@@ -55,12 +57,12 @@ def _rename_text(text: str, mapping: dict[str, str]) -> str:
     return "(" + " ".join([head, *(mapping.get(a, a) for a in args)]) + ")"
 
 
-def rename_transition(record: TransitionRecord, pool: dict[str, list[str]],
-                      rng: random.Random) -> TransitionRecord:
-    """``record`` with its objects renamed by a random type-preserving injection into ``pool``;
-    states stay sorted, as the text format requires."""
+def draw_mapping(objects: dict[str, str], pool: dict[str, list[str]],
+                 rng: random.Random) -> dict[str, str]:
+    """A random type-preserving injection of ``objects`` (name -> type) into ``pool``'s names;
+    a type whose pool is too small keeps its names."""
     by_type: dict[str, list[str]] = {}
-    for name, typ in sorted(record.objects.items()):
+    for name, typ in sorted(objects.items()):
         by_type.setdefault(typ, []).append(name)
     mapping: dict[str, str] = {}
     for typ, names in by_type.items():
@@ -68,6 +70,41 @@ def rename_transition(record: TransitionRecord, pool: dict[str, list[str]],
         if len(targets) < len(names):
             targets = names  # the pool lacks this type's names: leave them as they are
         mapping.update(zip(names, rng.sample(targets, len(names)), strict=True))
+    return mapping
+
+
+def rename_text_blocks(text: str, types: dict[str, str], pool: dict[str, list[str]],
+                       rng: random.Random) -> str:
+    r"""A codec text (marker lines and atom lines) with its objects renamed, atoms re-sorted
+    within each block; ``types`` gives each name's type (names it lacks are constants).
+
+    >>> text = "STATE:\n(clear b2)\n(on b2 b1)\nACTION:\n(unstack b2 b1)"
+    >>> out = rename_text_blocks(text, {"b1": "object", "b2": "object"},
+    ...                          {"object": ["b1", "b2", "b3"]}, random.Random(0))
+    >>> out.splitlines()[0], out.splitlines()[3], out.count("(")
+    ('STATE:', 'ACTION:', 3)
+    """
+    lines = text.split("\n")
+    objects = {a: types[a] for line in lines if line.startswith("(")
+               for a in line[1:-1].split()[1:] if a in types}
+    mapping = draw_mapping(objects, pool, rng)
+    out: list[str] = []
+    block: list[str] = []
+    for line in [*lines, ""]:
+        if line.startswith("("):
+            block.append(_rename_text(line, mapping))
+            continue
+        out.extend(sorted(block))
+        block = []
+        out.append(line)
+    return "\n".join(out[:-1])
+
+
+def rename_transition(record: TransitionRecord, pool: dict[str, list[str]],
+                      rng: random.Random) -> TransitionRecord:
+    """``record`` with its objects renamed by a random type-preserving injection into ``pool``;
+    states stay sorted, as the text format requires."""
+    mapping = draw_mapping(record.objects, pool, rng)
 
     def atoms(texts: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(sorted(_rename_text(t, mapping) for t in texts))
@@ -77,4 +114,5 @@ def rename_transition(record: TransitionRecord, pool: dict[str, list[str]],
                    action=_rename_text(record.action, mapping), next_state=atoms(record.next_state))
 
 
-__all__ = ["AUGMENTS", "check_augment", "name_pool", "rename_transition"]
+__all__ = ["AUGMENTS", "check_augment", "draw_mapping", "name_pool", "rename_text_blocks",
+           "rename_transition"]

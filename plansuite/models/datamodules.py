@@ -28,7 +28,7 @@ from typing import TypeVar
 import lightning as L
 from torch.utils.data import DataLoader, Dataset
 
-from plansuite.data.augment import check_augment, name_pool, rename_transition
+from plansuite.data.augment import check_augment, name_pool, rename_text_blocks, rename_transition
 from plansuite.data.generator_recipes import FinetuneConfig, finetune_split, load_extra_transitions
 from plansuite.data.load import (
     TransitionRecord,
@@ -123,6 +123,28 @@ class RenamedTransitions(Dataset):
         # so single-process runs rename as before.
         rng = random.Random(f"{self.seed}/{i}/{self.epoch}")
         return self.encode_records([rename_transition(self.records[i], self.pool, rng)])[0]
+
+
+class RenamedTexts(Dataset):
+    """Verifier training items renamed afresh each epoch (``model.augment=rename``); like
+    :class:`RenamedTransitions`, an item's renaming is a pure function of (seed, index, epoch)."""
+
+    def __init__(self, items: Sequence[VerifierItem], types: dict[str, str], encode_items, seed: int):
+        self.items, self.types, self.encode_items, self.seed = items, types, encode_items, seed
+        self.pool = name_pool(types)
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> tuple[list[int], int, int]:
+        item = self.items[i]
+        text = rename_text_blocks(item.text, self.types, self.pool,
+                                  random.Random(f"{self.seed}/{i}/{self.epoch}"))
+        return self.encode_items([VerifierItem(text, item.label, item.truth)])[0]
 
 
 class GeneratorDataModule(L.LightningDataModule):
@@ -220,8 +242,9 @@ class VerifierDataModule(L.LightningDataModule):
                  recipe: str = "random", input_kind: str = "state_action", batch_size: int = 32,
                  generator_dir: str | None = None, onpolicy: OnPolicyConfig | None = None,
                  cache_dir: str | Path | None = None, num_workers: int = 0, seed: int = 0,
-                 progress=print):
+                 progress=print, augment: str = "none"):
         super().__init__()
+        self.augment = check_augment(augment)  # none | rename: plansuite/data/augment.py
         check_recipe(recipe, input_kind, generator_dir, (onpolicy or OnPolicyConfig()).base_recipe)
         self.data_dir, self.domain, self.tokenizer, self.context = data_dir, domain, tokenizer, context
         self.recipe, self.input_kind, self.batch_size = recipe, input_kind, batch_size
@@ -288,6 +311,10 @@ class VerifierDataModule(L.LightningDataModule):
         assert list(self.val_sets) == val_set_names(self.generator_dir)
         self.train = self._encode(train)
         self.val = {name: self._encode(items) for name, items in self.val_sets.items()}
+        if self.augment == "rename":
+            types = {name: typ for t in load_trajectories(self.data_dir, "train")
+                     for name, typ in t["objects"].items()}
+            self.train = RenamedTexts(train, types, self._encode, self.seed)
         check_fits([len(e[0]) for e in self.train], self.context, str(self.data_dir))
         for name, encoded in self.val.items():
             check_fits([len(e[0]) for e in encoded], self.context, f"verifier val set {name}")
