@@ -6,11 +6,6 @@ chunks (``"\\n    (on-table"``, ``" b1)"``, ``" rests"``) instead of GPT-2's let
 split: on this narrow corpus almost every chunk becomes one token (a Blocksworld pair is ~160
 tokens instead of ~290), which is what makes a tiny GPT-2 trainable on CPU. Rare chunks fall back
 to smaller pieces and, at worst, bytes: every string round-trips exactly, whatever a user types.
-
-Standalone numbers are chunks of their own (with their leading space): "has 8 units" and
-``(= (fuel t1) 8)`` both hold the token `` 8``, so copying a number from the description into
-``:init`` or a duration is copying a token, not learning a mapping from `` 8`` to `` 8)`` for
-every value (the PDDL 2.1 problems). Digits inside names (``b1``, ``truck2``) are untouched.
 The result is a Hugging Face fast tokenizer: saved with the export, loaded by ``AutoTokenizer``.
 
 >>> tok = train_text_tokenizer(["(on b1 b2) rests on", "(clear b1) is clear"] * 20, vocab_size=300)
@@ -20,9 +15,6 @@ The result is a Hugging Face fast tokenizer: saved with the export, loaded by ``
 (True, True)
 >>> tok.eos_token, tok.pad_token, len(tok) <= 300
 ('[EOS]', '[PAD]', True)
->>> tok = train_text_tokenizer(["truck1 has 8 units.", "(= (fuel truck1) 8)"] * 20, vocab_size=300)
->>> tok.tokenize("truck1 has 8 units.")[2], tok.tokenize("(= (fuel truck1) 8)")[-2:]
-('Ġ8', ['Ġ8', ')'])
 """
 
 from __future__ import annotations
@@ -36,8 +28,6 @@ from plansuite.errors import ConfigError
 
 PAD, EOS = "[PAD]", "[EOS]"
 MIN_VOCAB = 256 + 2  # the byte alphabet and the two special tokens
-# a number not glued to a name (b1, fuel-1-2), with the whitespace before it
-NUMBER = r"\s*(?<![\w.-])\d+(?:\.\d+)?(?![\w-])"
 
 
 def train_text_tokenizer(corpus: Iterable[str], vocab_size: int = 2048, min_frequency: int = 2,
@@ -48,7 +38,6 @@ def train_text_tokenizer(corpus: Iterable[str], vocab_size: int = 2048, min_freq
     core = Tokenizer(models.BPE())
     core.pre_tokenizer = pre_tokenizers.Sequence([
         pre_tokenizers.Split(Regex(r"\s*\S+|\s+"), behavior="isolated"),  # whitespace-led chunks
-        pre_tokenizers.Split(Regex(NUMBER), behavior="isolated"),  # " 8)" -> " 8", ")"
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     core.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
