@@ -86,3 +86,19 @@ def test_fuel_data_train_critic_and_repair_from_the_cli(tmp_path, serve):  # noq
     attempts = [json.loads(line) for line in (run / "attempts.jsonl").read_text().splitlines()]
     assert all(a["plan"] and a["plan"][0].startswith("(") for a in attempts)  # ENHSP's plans
     assert "| 1 | 3 |" in (run / "metrics.md").read_text()
+
+
+@pytest.mark.parametrize("preset", ["nl2pddl_fuel", "nl2pddl_timed"])
+def test_corpus_tokenizer_covers_numbers_and_metrics_it_never_saw(preset, tmp_path):
+    from plansuite.nl2pddl.text_datamodules import text_corpus
+    from plansuite.nl2pddl.text_tokenizer import train_text_tokenizer
+
+    nl2pddl("task=data", f"dataset={preset}", f"out_dir={tmp_path}", "dataset.random_problems=10",
+            "dataset.rooms=[2]", "dataset.abstract_sizes=[1]")
+    tok = train_text_tokenizer(text_corpus(tmp_path, "problem_generator"), vocab_size=400)
+    unseen = ("(:init (= (fuel truck7) 137.25) (= (move-time robot3) 0.5) (= (fuel-used) -3))\n"
+              "  (:metric maximize (+ (total-time) (* 2 (fuel-used)))))")
+    for text in [p.prompt + p.completion for p in load_pairs(tmp_path, "test")] + [unseen]:
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        assert tok.decode(ids) == text  # every number and metric form round-trips exactly
+    assert len(tok(unseen, add_special_tokens=False)["input_ids"]) < len(unseen)
