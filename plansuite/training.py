@@ -115,7 +115,7 @@ class ProblemGeneratorConfig:
 
 @dataclass
 class CriticConfig:
-    """``conf/model/critic.yaml``: the NL -> PDDL critic (match | object | init | goal)."""
+    """``conf/model/critic.yaml``: the NL -> PDDL critic (match | the dataset's mismatch kinds)."""
 
     kind: str = "critic"
     backbone: BackboneConfig = field(default_factory=_text_backbone)
@@ -452,14 +452,14 @@ def build_problem_generator(spec: TrainSpec, domain: Domain) -> Built:
 
 
 def build_critic(spec: TrainSpec, domain: Domain) -> Built:
-    from plansuite.nl2pddl.critic import CRITIC_LABELS
     from plansuite.nl2pddl.critic_module import CriticModule
     from plansuite.nl2pddl.dataset import load_nl2pddl_manifest
-    from plansuite.nl2pddl.text_datamodules import CriticDataModule
+    from plansuite.nl2pddl.text_datamodules import CriticDataModule, dataset_critic_labels
 
     load_nl2pddl_manifest(spec.data_dir)
     m: CriticConfig = spec.model
-    labels = dict(enumerate(CRITIC_LABELS))
+    classes = dataset_critic_labels(spec.data_dir)  # classical: match/object/init/goal
+    labels = dict(enumerate(classes))
     check_init(m.init)
     if m.init == "generator":
         if not m.generator_dir:
@@ -470,10 +470,10 @@ def build_critic(spec: TrainSpec, domain: Domain) -> Built:
         tokenizer = make_text_tokenizer(m.backbone, m.vocab_size, spec.data_dir, m.kind, domain)
         model = make_model(m.backbone, "classifier", tokenizer, labels)
     dm = CriticDataModule(spec.data_dir, tokenizer, model.config.n_positions, m.batch_size,
-                          spec.num_workers, spec.seed)
+                          spec.num_workers, spec.seed, classes)
     dm.setup()
-    module = CriticModule(model, m.optim, spec.record())
-    return Built(module, dm, tokenizer, {"kind": m.kind, "labels": list(CRITIC_LABELS), "init": m.init,
+    module = CriticModule(model, m.optim, spec.record(), classes)
+    return Built(module, dm, tokenizer, {"kind": m.kind, "labels": list(classes), "init": m.init,
                                          "generator_dir": str(Path(m.generator_dir)) if m.generator_dir else None})
 
 

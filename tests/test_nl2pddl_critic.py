@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
-from plansuite.domains import builtin_path, load_builtin
+from plansuite.domains import BUILTIN_DIR, builtin_path, load_builtin
 from plansuite.nl2pddl.corrupt import KINDS, corrupt, equivalent_variant, shuffled_pddl
-from plansuite.nl2pddl.critic import CRITIC_LABELS, CriticVerdict, critic_input
+from plansuite.nl2pddl.critic import (
+    CRITIC_LABELS,
+    MISMATCH_HINTS,
+    CriticVerdict,
+    critic_input,
+    critic_labels,
+    critic_report,
+)
 from plansuite.nl2pddl.dataset import NL2PDDLSpec, scenarios
 from plansuite.nl2pddl.equivalence import compare, semantic
 from plansuite.nl2pddl.problem_checks import OperationalChecker
@@ -106,3 +114,39 @@ def test_an_accepting_critic_keeps_success_and_no_critic_means_not_run():
     assert report.success and report.critic_accepted is True and not report.diagnostics
     report = OperationalChecker(builtin_path("blocksworld")).check(OK, "Two blocks.")
     assert report.success and report.critic_accepted is None
+
+
+@pytest.mark.parametrize("kind,construct,line", [("direction", "(:metric ...)", 6),
+                                                 ("value", "(:init ...)", 3),
+                                                 ("fluent", "(:init ...)", 3)])
+def test_pddl21_critic_kinds_point_at_their_section_and_a_repair_rewrites_from_there(
+        kind, construct, line):
+    from plansuite.nl2pddl.generators import resample_from
+    from plansuite.pddl.fast_downward import PlanResult
+    from plansuite.pddl.val import ValResult
+
+    text = (Path(__file__).parent / "data21" / "fuel-p1.pddl").read_text()
+    checker = OperationalChecker(BUILTIN_DIR / "fuel-delivery.pddl",
+                                 critic=ScriptedCritic(CriticVerdict(False, kind, 0.2)),
+                                 planner=lambda d, p: PlanResult("solved", ["(drive t1 a b)"], 0.0),
+                                 validator=lambda d, p, plan: ValResult(True, "Plan valid"))
+    report = checker.check(text, "a truck with 5 units of fuel")
+    [d] = report.diagnostics
+    assert (d.kind, d.construct, d.line) == (f"critic-{kind}", construct, line)
+    assert d.message.startswith(MISMATCH_HINTS[kind])
+    kept = text[:resample_from(text, report.diagnostics)]
+    section = {"(:metric ...)": "(:metric", "(:init ...)": "(:init"}[construct]
+    assert section not in kept and kept.rstrip() == text[:text.index(section)].rstrip()
+
+
+def test_critic_labels_follow_the_dataset_and_reports_cover_the_new_kinds():
+    assert critic_labels(["match", "goal", "object", "init"]) == CRITIC_LABELS
+    timed = critic_labels(["duration", "match", "fluent", "direction"])
+    assert timed == ("match", "direction", "fluent", "duration")
+    report = critic_report(["match", "direction", "fluent", "duration"],
+                           ["match", "direction", "match", "fluent"], timed)
+    assert list(report["per_kind"]) == list(timed)
+    assert report["per_kind"]["direction"] == {"n": 1, "accuracy": 1.0, "detection": 1.0}
+    assert report["per_kind"]["fluent"]["detection"] == 0.0
+    assert report["per_kind"]["duration"] == {"n": 1, "accuracy": 0.0, "detection": 1.0}
+    assert list(report["confusion"]["match"]) == list(timed)  # no classical columns

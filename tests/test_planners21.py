@@ -9,6 +9,7 @@ import pytest
 from plansuite.domains import BUILTIN_DIR, builtin_path, load_builtin
 from plansuite.errors import PlannerError
 from plansuite.nl2pddl.problem_checks import OperationalChecker
+from plansuite.nl2pddl.repair import build_feedback
 from plansuite.pddl import planners, val
 from plansuite.pddl.parse import load_domain
 
@@ -136,3 +137,26 @@ def test_make_install_pulls_and_pins_the_pddl21_planners():
         except PackageNotFoundError:  # pinned, but this venv was made without the extra
             continue
         assert pins[name] == installed, name
+
+
+@needs_tamer
+def test_tamer_gives_a_maximised_makespan_a_verdict_and_says_it_dropped_the_metric(tmp_path):
+    # unified-planning cannot read `maximize (total-time)`: without the workaround this is a
+    # planner error (solvable = None); TAMER ignores metrics anyway, so the verdict is sound
+    text = (DATA / "timed-p1.pddl").read_text().replace("minimize (total-time)", "maximize (total-time)")
+    problem = tmp_path / "max.pddl"
+    problem.write_text(text)
+    result = planners.solve(TIMED, problem, time_limit=120)
+    assert result.status == "solved" and "without the metric maximize (total-time)" in result.message
+    assert val.validate(TIMED, problem, result.plan).valid
+    report = OperationalChecker(TIMED, time_limit=120).check(text)
+    assert report.success and report.solvable is True and report.plan_valid is True
+    [note] = report.diagnostics
+    assert note.kind == "planner-note" and note.construct == "(:metric ...)"
+    assert note.message.startswith("TAMER planned without the metric maximize (total-time)")
+    assert build_feedback(text, report) is None  # a note is nothing to repair
+    # the workaround is for total-time only, and an unsolvable problem stays unsolvable
+    stuck = text.replace("(corridor ra rb) (corridor rb ra)", "")
+    low = OperationalChecker(TIMED, time_limit=120).check(stuck)
+    assert low.solvable is False and low.diagnostics[0].kind == "unsolvable"
+    assert planners.makespan_metric(text.replace("(total-time)", "(move-time r1)"))[1] is None

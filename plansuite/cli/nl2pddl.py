@@ -36,7 +36,8 @@ def _data(cfg: DictConfig) -> dict:
     unknown = set(cfg.dataset) - fields
     if unknown or cfg.dataset.get("kind") != "nl2pddl":
         raise ConfigError(f"dataset={cfg.dataset.get('name')}: not an NL→PDDL preset (use "
-                          "dataset=nl2pddl_blocksworld or dataset=nl2pddl_gripper)"
+                          "dataset=nl2pddl_blocksworld, nl2pddl_gripper, nl2pddl_fuel or "
+                          "nl2pddl_timed)"
                           + (f"; unknown setting {sorted(unknown)[0]}" if unknown else ""))
     spec = NL2PDDLSpec(**OmegaConf.to_container(cfg.dataset, resolve=True))
     domain = load_builtin(spec.domain)
@@ -119,7 +120,7 @@ def _critic(cfg: DictConfig) -> dict:
     else:
         predicted = [verdict_label(critic.judge(e.description, e.problem)) for e in examples]
     report = {"split": cfg.split, "data_dir": str(cfg.data_dir),
-              **critic_report([e.label for e in examples], predicted)}
+              **critic_report([e.label for e in examples], predicted, getattr(critic, "labels", ()))}
     out_dir = Path(cfg.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / CRITIC_EVAL_JSON).write_text(json.dumps(report, indent=2) + "\n")

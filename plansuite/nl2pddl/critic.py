@@ -2,8 +2,11 @@
 
 A critic is anything with ``judge(description, problem_text) -> CriticVerdict``. The learned
 critic (:class:`plansuite.nl2pddl.learned.LearnedCritic`, ``critic=learned``) is a sequence
-classifier over :func:`critic_input` with the labels :data:`CRITIC_LABELS`, trained on the
-corruptions of :mod:`plansuite.nl2pddl.corrupt` (``plansuite-train model=critic``);
+classifier over :func:`critic_input`, trained on a dataset's corruptions
+(``plansuite-train model=critic``): :mod:`plansuite.nl2pddl.corrupt` for the classical domains
+(labels :data:`CRITIC_LABELS`), :mod:`plansuite.nl2pddl.scenes21` for the PDDL 2.1 ones (value,
+direction, fluent, duration). The label set is the dataset's (:func:`critic_labels`) and travels
+with the export;
 :func:`critic_report` scores any critic's labels (``plansuite-nl2pddl task=critic``).
 There is deliberately no rule-based default: without a configured critic the check is not run
 and the reports say so.
@@ -11,24 +14,50 @@ and the reports say so.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
 from plansuite.pddl.checks import Diagnostic
 
-CRITIC_LABELS = ("match", "object", "init", "goal")  # class ids 0..3 of the classifier
+CRITIC_LABELS = ("match", "object", "init", "goal")  # the classical datasets' class ids 0..3
+# Every mismatch kind a dataset can label, in class-id order (classical, then PDDL 2.1 kinds).
+MISMATCH_KINDS = ("object", "init", "goal", "value", "direction", "fluent", "duration")
 MISMATCH_HINTS = {
     "object": "the objects do not match the description (missing, extra or wrongly typed objects)",
     "init": "the initial state does not match the description",
     "goal": "the goal does not match the description",
+    "value": "an initial numeric value does not match the description",
+    "direction": "the metric's direction (minimize/maximize) does not match the description",
+    "fluent": "a numeric fluent the description gives a value is missing from :init",
+    "duration": "a duration-related value does not match the description",
     None: "the problem does not match the description",
 }
+# The section a rejection points at, so that a repair rewrites from there.
+KIND_SECTION = {"object": "(:objects ...)", "init": "(:init ...)", "goal": "(:goal ...)",
+                "value": "(:init ...)", "fluent": "(:init ...)", "duration": "(:init ...)",
+                "direction": "(:metric ...)"}
+
+
+def critic_labels(labels: Iterable[str]) -> tuple[str, ...]:
+    """The classifier's labels for a dataset with these example labels: ``match`` first, then
+    the mismatch kinds present, in :data:`MISMATCH_KINDS` order (classical data: exactly
+    :data:`CRITIC_LABELS`). Anything else (``mismatch``, a critic's unnamed rejection) goes last.
+
+    >>> critic_labels(["goal", "match", "init", "object"]) == CRITIC_LABELS
+    True
+    >>> critic_labels(["duration", "fluent", "match", "direction"])
+    ('match', 'direction', 'fluent', 'duration')
+    """
+    present = set(labels)
+    known = ("match", *MISMATCH_KINDS)
+    return (*(k for k in known if k in present), *sorted(present - set(known)))
 
 
 @dataclass(frozen=True)
 class CriticVerdict:
     accepted: bool
-    kind: str | None = None  # suspected mismatch: object | init | goal (None: unknown or accepted)
+    kind: str | None = None  # suspected mismatch, one of MISMATCH_KINDS (None: unknown or accepted)
     score: float | None = None  # the critic's probability that the problem matches
     message: str = ""
 
@@ -56,8 +85,10 @@ def verdict_label(verdict: CriticVerdict) -> str:
     return CRITIC_LABELS[0] if verdict.accepted else (verdict.kind or "mismatch")
 
 
-def critic_report(truth: list[str], predicted: list[str]) -> dict:
-    """Accuracy of critic predictions (labels of :data:`CRITIC_LABELS`), overall and per true kind.
+def critic_report(truth: list[str], predicted: list[str],
+                  labels: Iterable[str] = ()) -> dict:
+    """Accuracy of critic predictions, overall and per true kind; ``labels``: the classifier's
+    label set (rows and columns are ordered as :func:`critic_labels`).
 
     ``accuracy``: the exact label; ``detection``: match/mismatch only (a corrupted problem
     rejected, whatever kind was named; a matching one accepted). Per kind: ``n``, ``accuracy``
@@ -70,6 +101,8 @@ def critic_report(truth: list[str], predicted: list[str]) -> dict:
     if len(truth) != len(predicted) or not truth:
         raise ValueError("critic_report: need as many predictions as labels, at least one")
     match = CRITIC_LABELS[0]
+    # the classifier's labels (confusion columns even when never predicted) plus any seen
+    labels = critic_labels([*labels, *truth, *predicted])
 
     def rates(pairs: list[tuple[str, str]]) -> dict:
         exact = sum(t == p for t, p in pairs) / len(pairs)
@@ -79,10 +112,10 @@ def critic_report(truth: list[str], predicted: list[str]) -> dict:
     pairs = list(zip(truth, predicted, strict=True))
     overall = rates(pairs)
     return {"n": overall["n"], "accuracy": overall["accuracy"], "detection": overall["detection"],
-            "per_kind": {k: rates([x for x in pairs if x[0] == k]) for k in CRITIC_LABELS
+            "per_kind": {k: rates([x for x in pairs if x[0] == k]) for k in labels
                          if any(t == k for t in truth)},
-            "confusion": {t: {p: sum(1 for x in pairs if x == (t, p)) for p in CRITIC_LABELS}
-                          for t in CRITIC_LABELS if t in truth}}
+            "confusion": {t: {p: sum(1 for x in pairs if x == (t, p)) for p in labels}
+                          for t in labels if t in truth}}
 
 
 def report_table(report: dict) -> str:
@@ -104,8 +137,7 @@ def report_table(report: dict) -> str:
 def critic_diagnostic(verdict: CriticVerdict, source: str) -> Diagnostic:
     """A rejected verdict as a located diagnostic (kind ``critic-<mismatch>``)."""
     kind = f"critic-{verdict.kind}" if verdict.kind else "critic"
-    construct = {"object": "(:objects ...)", "init": "(:init ...)", "goal": "(:goal ...)"}.get(
-        verdict.kind or "", "problem")
+    construct = KIND_SECTION.get(verdict.kind or "", "problem")
     message = verdict.message or MISMATCH_HINTS.get(verdict.kind, MISMATCH_HINTS[None])
     if verdict.score is not None:
         message += f" (critic match probability {verdict.score:.2f})"

@@ -1,5 +1,6 @@
-"""The NL→PDDL critic: GPT-2 sequence classification of (description, problem) into
-``CRITIC_LABELS`` (match, or the kind of mismatch: object, init, goal).
+"""The NL→PDDL critic: GPT-2 sequence classification of (description, problem) into the
+dataset's labels (match, or the kind of mismatch: object, init, goal for the classical domains;
+value, direction, fluent, duration for the PDDL 2.1 ones).
 
 A sibling of :class:`~plansuite.models.verifier.VerifierModule` with more than two classes and
 no threshold: the prediction is the most probable label. Validation reports the exact-label
@@ -18,9 +19,10 @@ from plansuite.nl2pddl.critic import CRITIC_LABELS, critic_report
 
 
 class CriticModule(L.LightningModule):
-    def __init__(self, model, optim: OptimConfig, config: dict | None = None):
+    def __init__(self, model, optim: OptimConfig, config: dict | None = None,
+                 labels: tuple[str, ...] = CRITIC_LABELS):
         super().__init__()
-        self.model, self.optim = model, optim
+        self.model, self.optim, self.labels = model, optim, tuple(labels)
         self.save_hyperparameters({"config": config or {}})
         self.val_pred, self.val_truth = CatMetric(), CatMetric()
         self.report: dict = {}
@@ -38,11 +40,11 @@ class CriticModule(L.LightningModule):
     def on_validation_epoch_end(self) -> None:
         if not self.val_truth.update_count:
             return
-        pred = [CRITIC_LABELS[int(i)] for i in self.val_pred.compute().flatten().tolist()]
-        truth = [CRITIC_LABELS[int(i)] for i in self.val_truth.compute().flatten().tolist()]
+        pred = [self.labels[int(i)] for i in self.val_pred.compute().flatten().tolist()]
+        truth = [self.labels[int(i)] for i in self.val_truth.compute().flatten().tolist()]
         self.val_pred.reset()
         self.val_truth.reset()
-        self.report = critic_report(truth, pred)
+        self.report = critic_report(truth, pred, self.labels)
         metrics = {"val/accuracy": self.report["accuracy"], "val/detection": self.report["detection"]}
         for kind, rates in self.report["per_kind"].items():
             metrics.update({f"val/{kind}/accuracy": rates["accuracy"], f"val/{kind}/detection": rates["detection"]})

@@ -80,13 +80,13 @@ def extract_problem(reply: str) -> str:
     return reply[start:].strip()  # unbalanced: let the parser say where
 
 
-SECTIONS = ("domain", "objects", "init", "goal")  # the order of a problem file's sections
+SECTIONS = ("domain", "objects", "init", "goal", "metric")  # the order of a problem file's sections
 
 
 def _section_starts(text: str) -> dict[str, int]:
     """Offset of each ``(:section`` in ``text`` (first occurrence)."""
     out: dict[str, int] = {}
-    for m in re.finditer(r"\(\s*:(domain|objects|init|goal)\b", text, re.IGNORECASE):
+    for m in re.finditer(r"\(\s*:(domain|objects|init|goal|metric)\b", text, re.IGNORECASE):
         out.setdefault(m.group(1).lower(), m.start())
     return out
 

@@ -16,9 +16,10 @@
   with ``unchanged``.
 
 :class:`LearnedCritic` implements the critic protocol of :mod:`plansuite.nl2pddl.critic` with a
-``critic`` export: it classifies ``critic_input(description, problem)`` into ``CRITIC_LABELS``;
-the problem is accepted when ``match`` is the most probable label (or, with ``threshold`` set,
-when P(match) >= threshold), and a rejection names the most probable mismatch kind.
+``critic`` export: it classifies ``critic_input(description, problem)`` into the labels stored
+with the export (``match`` first, then the training data's mismatch kinds); the problem is
+accepted when ``match`` is the most probable label (or, with ``threshold`` set, when
+P(match) >= threshold), and a rejection names the most probable mismatch kind.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from plansuite.errors import ConfigError
 from plansuite.models.export import load_export
 from plansuite.models.inference import GeneratorPolicy, class_probabilities
 from plansuite.models.tokenizer import encode
-from plansuite.nl2pddl.critic import CRITIC_LABELS, CriticVerdict, critic_input, verdict_label
+from plansuite.nl2pddl.critic import MISMATCH_KINDS, CriticVerdict, critic_input, verdict_label
 from plansuite.nl2pddl.dataset import generation_prompt
 from plansuite.nl2pddl.generators import BackendError, Feedback, extract_problem, resample_from
 
@@ -100,8 +101,14 @@ class LearnedCritic:
                  batch_size: int = 32):
         self.model, self.tokenizer, self.meta = load_export(export, "critic", device)
         labels = self.meta.get("labels")
-        if labels != list(CRITIC_LABELS):
-            raise ConfigError(f"{export}: critic labels {labels}, expected {list(CRITIC_LABELS)}")
+        if (not isinstance(labels, list) or labels[:1] != ["match"] or len(labels) < 2
+                or not set(labels[1:]) <= set(MISMATCH_KINDS)):
+            raise ConfigError(f"{export}: critic labels {labels}: expected 'match' then kinds "
+                              f"among {list(MISMATCH_KINDS)}")
+        if self.model.config.num_labels != len(labels):
+            raise ConfigError(f"{export}: {len(labels)} critic labels but the model has "
+                              f"{self.model.config.num_labels} classes")
+        self.labels = tuple(labels)
         if self.model.config.pad_token_id is None:
             raise ConfigError(f"{export}: critic config has no pad_token_id")
         self.threshold, self.batch_size = threshold, batch_size
@@ -115,9 +122,9 @@ class LearnedCritic:
     def decide(self, probs: list[float]) -> CriticVerdict:
         """The verdict for one row of :meth:`probabilities`."""
         p_match = probs[0]
-        best = max(range(len(CRITIC_LABELS)), key=probs.__getitem__)
+        best = max(range(len(self.labels)), key=probs.__getitem__)
         accepted = best == 0 if self.threshold is None else p_match >= self.threshold
-        kind = None if accepted else CRITIC_LABELS[max(range(1, len(CRITIC_LABELS)), key=probs.__getitem__)]
+        kind = None if accepted else self.labels[max(range(1, len(self.labels)), key=probs.__getitem__)]
         return CriticVerdict(accepted, kind, round(p_match, 6))
 
     def predict(self, texts: list[str]) -> list[str]:

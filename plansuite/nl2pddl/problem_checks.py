@@ -6,7 +6,9 @@
    ``domain-name``, ``duplicate``);
 3. solvability with the planner the domain needs (Fast Downward, ENHSP for numeric fluents, TAMER
    for durative actions: :mod:`plansuite.pddl.planners`) and validity of its plan with VAL (``unsolvable``,
-   ``planner-timeout``, ``planner-error``, ``plan-invalid``);
+   ``planner-timeout``, ``planner-error``, ``plan-invalid``); a plan found with a caveat (TAMER
+   planned without a ``maximize (total-time)`` metric it cannot read) adds a ``planner-note``
+   diagnostic that does not fail the check;
 4. the critic, when one is configured (``critic-object``, ``critic-init``, ``critic-goal``,
    ``critic``).
 
@@ -131,7 +133,12 @@ class OperationalChecker:
                     Diagnostic(kind, self.source, construct, message)]
             verdict = self.validator(self.domain_file, problem_file, list(result.plan))
         plan = tuple(result.plan)
+        # the planner's caveat on a plan it found (e.g. a metric it planned without) is reported,
+        # not failed: the verdict itself is sound
+        notes = [Diagnostic("planner-note", self.source, "(:metric ...)" if "metric" in result.message
+                            else "planner", f"{PLANNER_NAMES[planners.planner_for(self.domain)]} "
+                            f"{result.message}")] if result.message else []
         if verdict.valid:
-            return True, True, plan, []
-        return True, False, plan, [Diagnostic("plan-invalid", self.source, "plan",
-                                              f"VAL rejects the planner's plan: {verdict.message}")]
+            return True, True, plan, notes
+        return True, False, plan, [*notes, Diagnostic("plan-invalid", self.source, "plan",
+                                                      f"VAL rejects the planner's plan: {verdict.message}")]

@@ -20,7 +20,8 @@ from plansuite.nl2pddl.problem_checks import CheckReport, OperationalChecker
 from plansuite.pddl.checks import Diagnostic
 
 STOP_RULES = ("success", "unchanged", "no-feedback", "max-attempts")
-NOT_ACTIONABLE = frozenset({"planner-timeout", "planner-error"})  # nothing in the text to fix
+# nothing in the text to fix (a note accompanies a plan that was found and validated)
+NOT_ACTIONABLE = frozenset({"planner-timeout", "planner-error", "planner-note"})
 
 
 @dataclass(frozen=True)

@@ -58,20 +58,52 @@ def round_metrics(scores: list[dict], rounds: int | None = None) -> list[dict]:
         current = [attempts[min(r, len(attempts)) - 1] for attempts in by_item.values()]
         row = {"round": r, "n": len(current)}
         row.update({field: _rate([s.get(field) for s in current]) for _, field in COLUMNS})
-        row["success_not_semantic"] = _rate([bool(s.get("success")) and s.get("semantic") is False
-                                             for s in current])
+        wrong = [_success_but_wrong(s) for s in current]
+        # a rate over a mix of decided and undecided successes would read as "rarely wrong"
+        row["success_not_semantic"] = None if None in wrong else _rate(wrong)
+        # the structural counterpart, always decided: what the numeric/temporal runs can report
+        row["success_not_structural"] = _rate([bool(s.get("success")) and s.get("structural") is False
+                                               for s in current])
         out.append(row)
     return out
 
 
+def _success_but_wrong(score: dict) -> bool | None:
+    """Operationally successful but not what was described; ``None`` when the meaning was not
+    decided (numeric/temporal problems: semantic equivalence is ``None``), so that the table says
+    n/a instead of a 0 that nothing measured.
+
+    >>> [_success_but_wrong(s) for s in ({"success": True, "semantic": False},
+    ...  {"success": True, "semantic": None}, {"success": False, "semantic": None})]
+    [True, None, False]
+    """
+    if not score.get("success"):
+        return False
+    return None if score.get("semantic") is None else score["semantic"] is False
+
+
 def gap_table(metrics: list[dict]) -> str:
-    """Markdown table: rates per round, and how often operational success hides a wrong problem."""
+    """Markdown table: rates per round, and how often operational success hides a wrong problem.
+    When that is undecided (semantic n/a: numeric/temporal problems) a line under the table gives
+    operational successes that are structurally different from the reference instead.
+
+    >>> print(gap_table(round_metrics([{"item": "a", "attempt": 1, "success": True,
+    ...                                 "structural": False, "semantic": None}])), end="")
+    | round | n | parse | domain | solvable | VAL | critic | op. success | structural | semantic | op. success but wrong |
+    |---|---|---|---|---|---|---|---|---|---|---|
+    | 1 | 1 | n/a | n/a | n/a | n/a | n/a | 1.000 | 0.000 | n/a | n/a |
+    op. success but structurally different (semantics not decided), per round: 1.000
+    """
     header = ["round", "n", *(name for name, _ in COLUMNS), "op. success but wrong"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for m in metrics:
         cells = [str(m["round"]), str(m["n"])]
         cells += [_cell(m[field]) for _, field in COLUMNS] + [_cell(m["success_not_semantic"])]
         lines.append("| " + " | ".join(cells) + " |")
+    if any(m["success_not_semantic"] is None and m.get("success_not_structural") is not None
+           for m in metrics):
+        lines.append("op. success but structurally different (semantics not decided), per round: "
+                     + ", ".join(_cell(m["success_not_structural"]) for m in metrics))
     return "\n".join(lines) + "\n"
 
 

@@ -7,7 +7,8 @@
   loader yields indices into ``greedy_records``: validation pairs the module decodes greedily
   and compares with their reference.
 - :class:`CriticDataModule`: labelled critic examples (reference problems and corruptions) as
-  :func:`~plansuite.nl2pddl.critic.critic_input` texts with class ids of ``CRITIC_LABELS``.
+  :func:`~plansuite.nl2pddl.critic.critic_input` texts with class ids of the dataset's labels
+  (:func:`dataset_critic_labels`: those of its training split).
 
 :func:`text_corpus` is what the corpus tokenizer is trained on: the training split only.
 """
@@ -25,7 +26,7 @@ from plansuite.errors import ConfigError
 from plansuite.models.datamodules import GeneratorDataModule, check_fits
 from plansuite.models.resumable import resumable_loader
 from plansuite.models.tokenizer import encode, pad_ids
-from plansuite.nl2pddl.critic import CRITIC_LABELS
+from plansuite.nl2pddl.critic import MISMATCH_KINDS, critic_labels
 from plansuite.nl2pddl.dataset import load_critic_examples, load_pairs
 
 
@@ -34,6 +35,17 @@ def text_corpus(data_dir: str | Path, kind: str) -> list[str]:
     if kind == "critic":
         return [e.text for e in load_critic_examples(data_dir, "train")]
     return [text for p in load_pairs(data_dir, "train") for text in (p.prompt, p.completion)]
+
+
+def dataset_critic_labels(data_dir: str | Path) -> tuple[str, ...]:
+    """The critic's classes for a dataset: ``match`` and the kinds its training split labels."""
+    examples = load_critic_examples(data_dir, "train")
+    labels = critic_labels(e.label for e in examples)
+    unknown = [k for k in labels if k not in ("match", *MISMATCH_KINDS)]
+    if unknown or labels[:1] != ("match",):
+        problem = f"unknown label {unknown[0]!r}" if unknown else "no 'match' examples"
+        raise ConfigError(f"{data_dir}/critic/train.jsonl: {problem}")
+    return labels
 
 
 class ProblemDataModule(GeneratorDataModule):
@@ -55,19 +67,21 @@ class ProblemDataModule(GeneratorDataModule):
 
 class CriticDataModule(L.LightningDataModule):
     def __init__(self, data_dir: str | Path, tokenizer, context: int, batch_size: int = 32,
-                 num_workers: int = 0, seed: int = 0):
+                 num_workers: int = 0, seed: int = 0, labels: tuple[str, ...] | None = None):
         super().__init__()
         self.data_dir, self.tokenizer, self.context = data_dir, tokenizer, context
+        self.labels = labels or dataset_critic_labels(data_dir)
         self.batch_size, self.num_workers, self.seed = batch_size, num_workers, seed
         self.train: list | None = None
 
     def _encode(self, split: str) -> list[tuple[list[int], int]]:
         examples = load_critic_examples(self.data_dir, split)
-        unknown = {e.label for e in examples} - set(CRITIC_LABELS)
+        unknown = {e.label for e in examples} - set(self.labels)
         if unknown:
-            raise ConfigError(f"{self.data_dir}/critic/{split}.jsonl: unknown label {sorted(unknown)[0]!r}")
+            raise ConfigError(f"{self.data_dir}/critic/{split}.jsonl: label {sorted(unknown)[0]!r} "
+                              f"is not among the training split's {list(self.labels)}")
         ids = encode(self.tokenizer, [e.text for e in examples])
-        return [(x, CRITIC_LABELS.index(e.label)) for x, e in zip(ids, examples, strict=True)]
+        return [(x, self.labels.index(e.label)) for x, e in zip(ids, examples, strict=True)]
 
     def setup(self, stage: str | None = None) -> None:
         if self.train is not None:
@@ -77,7 +91,7 @@ class CriticDataModule(L.LightningDataModule):
             raise ConfigError(f"{self.data_dir}: the train and val splits need critic examples")
         check_fits([len(e[0]) for e in self.train + self.val], self.context, str(self.data_dir))
         self.train_counts = {"examples": len(self.train),
-                             **{k: sum(1 for _, y in self.train if y == i) for i, k in enumerate(CRITIC_LABELS)}}
+                             **{k: sum(1 for _, y in self.train if y == i) for i, k in enumerate(self.labels)}}
 
     def train_dataloader(self) -> DataLoader:
         return resumable_loader(self.train, self.batch_size, self.seed, self._collate,

@@ -8,6 +8,11 @@ picks the planner from the domain's requirements (:func:`planner_for`):
 * durative actions -> TAMER through ``up-tamer`` / ``unified-planning``, in a child process:
   TAMER ignores time limits, so only killing its process bounds it.
 
+unified-planning reads ``minimize (total-time)`` but not ``maximize (total-time)``; TAMER never
+optimises a metric anyway (it is satisficing), so a metric that is only ``total-time`` is dropped
+before reading and the result's message says so (:func:`makespan_metric`): the verdict is the
+same as for the problem without a metric, instead of a planner error.
+
 Plans of temporal problems keep their times and durations (``0.000: (move r1 ra rb) [3.000]``),
 which VAL needs; numeric plans are plain action lists. A planner that is not installed, or that
 fails without a verdict, is a :class:`~plansuite.errors.PlannerError`, never "no plan": ENHSP
@@ -35,6 +40,8 @@ from plansuite.pddl.model import Domain
 from plansuite.pddl.plans import parse_plan
 
 PLANNERS = ("fast-downward", "enhsp", "tamer")
+_MAKESPAN_METRIC = re.compile(r"\(\s*:metric\s+(minimize|maximize)\s*\(\s*total-time\s*\)\s*\)",
+                             re.IGNORECASE)
 _STEP = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*:\s*(\([^()]*\))\s*\[\s*(\d+(?:\.\d+)?)\s*\]\s*$")
 
 
@@ -166,6 +173,21 @@ def timed_steps(text: str) -> list[str]:
     return steps
 
 
+def makespan_metric(text: str) -> tuple[str, str | None]:
+    """``(text without its metric, 'maximize (total-time)')`` when the problem's only metric is a
+    maximised ``total-time`` (which unified-planning cannot read), else ``(text, None)``.
+
+    >>> makespan_metric("(define (problem p) (:goal (a)) (:metric MAXIMIZE ( total-time )))")
+    ('(define (problem p) (:goal (a)) )', 'maximize (total-time)')
+    >>> makespan_metric("(:goal (a)) (:metric minimize (total-time))")[1] is None
+    True
+    """
+    m = _MAKESPAN_METRIC.search(text)
+    if m is None or m.group(1).lower() != "maximize":
+        return text, None
+    return text[:m.start()] + text[m.end():], "maximize (total-time)"
+
+
 def _tamer_main(domain_file: str, problem_file: str) -> dict:
     """Run in the child process: read the files with unified-planning, plan with TAMER."""
     import warnings
@@ -175,7 +197,10 @@ def _tamer_main(domain_file: str, problem_file: str) -> dict:
     from unified_planning.shortcuts import OneshotPlanner, get_environment
 
     get_environment().credits_stream = None
-    problem = PDDLReader().parse_problem(domain_file, problem_file)
+    text, dropped = makespan_metric(Path(problem_file).read_text())
+    note = (f"planned without the metric {dropped} (unified-planning cannot read it; TAMER is "
+            "satisficing and ignores metrics anyway)") if dropped else ""
+    problem = PDDLReader().parse_problem_string(Path(domain_file).read_text(), text)
     problem.clear_quality_metrics()  # TAMER is satisficing and refuses problems with a metric
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -183,10 +208,11 @@ def _tamer_main(domain_file: str, problem_file: str) -> dict:
             result = engine.solve(problem)
     if result.status in (Status.SOLVED_SATISFICING, Status.SOLVED_OPTIMALLY):
         plan = timed_steps(PDDLWriter(problem).get_plan(result.plan))
-        return {"status": "solved", "plan": plan, "message": ""}
+        return {"status": "solved", "plan": plan, "message": note}
+    verdict = f"TAMER: {result.status.name}" + (f"; {note}" if note else "")
     if result.status in (Status.UNSOLVABLE_PROVEN, Status.UNSOLVABLE_INCOMPLETELY):
-        return {"status": "unsolvable", "plan": None, "message": f"TAMER: {result.status.name}"}
-    return {"status": "error", "plan": None, "message": f"TAMER: {result.status.name}"}
+        return {"status": "unsolvable", "plan": None, "message": verdict}
+    return {"status": "error", "plan": None, "message": verdict}
 
 
 if __name__ == "__main__":
