@@ -223,46 +223,19 @@ def claimed_items(e: VerifierExample, input_kind: str, tasks: TaskCache) -> list
     Each action claims its own effects, applied whether or not it is applicable -- what a
     generator that picked it would write -- so the label is the action's applicability. The walk's
     own action also comes with a claim one atom off (:func:`corrupt_claim`): the generator's other
-    kind of mistake, a right action with a wrong next state; and with a near miss
-    (:func:`near_miss`): an action of its schema that lacks exactly one precondition, the mistake
-    a generator makes (``(unstack b3 b2)`` with ``b3`` clear and the arm empty, but ``b3`` not on
-    ``b2``) and uniform hard negatives, which mostly lack several, rarely show.
+    kind of mistake, a right action with a wrong next state.
     """
     task = tasks.get(e.objects, [parse_atom_text(a) for a in e.state])
     state, action = task.encode(e.state), task.action_id(e.action)
-
-    def item(a: int, claim: int) -> VerifierItem:
-        truth = int(task.is_applicable(state, a) and claim == task.apply(state, a))
-        return VerifierItem(verifier_input(input_kind, e.state, task.actions[a], task.decode(claim)),
-                            truth, truth)
-
-    items = [item(action, task.apply(state, action))]
+    claim = task.apply(state, action)
+    truth = int(task.is_applicable(state, action))
+    items = [VerifierItem(verifier_input(input_kind, e.state, e.action, task.decode(claim)),
+                          truth, truth)]
     if e.kind == "positive":
-        rng = random.Random(e.traj * 1009 + e.step)
-        items.append(item(action, corrupt_claim(task, state, action, rng)))
-        near = near_miss(task, state, action, rng)
-        if near is not None:
-            items.append(item(near, task.apply(state, near)))
+        wrong = corrupt_claim(task, state, action, random.Random(e.traj * 1009 + e.step))
+        items.append(VerifierItem(verifier_input(input_kind, e.state, e.action, task.decode(wrong)),
+                                  0, 0))
     return items
-
-
-def near_miss(task: GroundTask, state: int, pos: int, rng: random.Random) -> int | None:
-    """Uniform among the actions of ``pos``'s schema that lack exactly one positive
-    precondition in ``state`` (``None`` if there is none).
-
-    >>> from plansuite.domains import load_builtin
-    >>> from plansuite.pddl.simulator import TaskCache
-    >>> task = TaskCache(load_builtin("blocksworld")).get({o: "object" for o in "abc"})
-    >>> s = task.encode(["(arm-empty)", "(clear a)", "(clear c)", "(on a b)", "(on-table b)",
-    ...                  "(on-table c)"])
-    >>> unstack = task.action_id("(unstack a b)")
-    >>> sorted({task.actions[near_miss(task, s, unstack, random.Random(i))] for i in range(60)})
-    ['(unstack a a)', '(unstack a c)', '(unstack c a)', '(unstack c b)', '(unstack c c)']
-    """
-    options = [a for a in _same_schema(task, task.actions[pos].split()[0])
-               if a != pos and bin(task.pre_pos[a] & ~state).count("1") == 1
-               and not state & task.pre_neg[a]]
-    return rng.choice(options) if options else None
 
 
 def corrupt_claim(task: GroundTask, state: int, action: int, rng: random.Random) -> int:
