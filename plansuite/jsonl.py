@@ -20,8 +20,12 @@ def iter_jsonl(path: str | Path) -> Iterator[dict]:
 def write_atomic(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` in one step (a temp file renamed over it)."""
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk leaves the old file, not a torn temp file
+        raise
 
 
 def complete_lines(path: Path) -> list[str]:

@@ -591,7 +591,7 @@ def train(spec: TrainSpec) -> dict:
                "global_step": trainer.global_step, "epochs": trainer.current_epoch,
                "resumed_from_step": resumed_from, "metrics": flat,
                "train_examples": getattr(dm, "train_counts", None)}
-    (out_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    write_atomic(out_dir / "results.json", json.dumps(results, indent=2) + "\n")
     print(f"[train] {kind}: {trainer.global_step} steps in {fit_s:.1f}s, "
           f"{results['tokens_per_s']:.0f} tokens/s; export: {export}", flush=True)
     print("[train] " + json.dumps(flat), flush=True)

@@ -238,3 +238,52 @@ def test_the_commands_default_to_an_offline_hub_like_the_makefile(given, expecte
                           "print(os.environ['HF_HUB_OFFLINE'])"], env=env, text=True,
                          capture_output=True, timeout=120)
     assert run.stdout.strip() == expected, run.stderr
+
+
+def _limited_run(argv: list[str], max_bytes: int, home: Path):
+    """A command whose files may not grow past ``max_bytes`` (``ulimit -f``): writes fail with
+    EFBIG as they fail with ENOSPC on a full disk (Python ignores SIGXFSZ)."""
+    import resource
+    import subprocess
+    import sys
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (max_bytes, max_bytes))
+
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "WANDB_MODE": "offline",
+           "HOME": str(home), "OMP_NUM_THREADS": "1"}
+    bin_dir = Path(sys.executable).parent
+    return subprocess.run([str(bin_dir / argv[0]), *argv[1:]], capture_output=True, text=True,
+                          preexec_fn=limit, env=env, timeout=300)
+
+
+def _assert_one_io_line(run, out_dir: Path) -> None:
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr[-800:]
+    assert [ln for ln in lines if ln.startswith("error:")] == [lines[-1]]
+    assert str(out_dir) in lines[-1] and "File too large" in lines[-1], lines[-1]
+    assert not [p for p in out_dir.rglob("*") if ".tmp" in p.name]  # no torn temp files
+
+
+@pytest.mark.parametrize("max_bytes", [3000, 100_000])
+def test_an_evaluation_on_a_full_disk_is_one_line_naming_out_dir(tiny_dataset, tmp_path, max_bytes):
+    out = tmp_path / "e"
+    run = _limited_run(["plansuite-eval", "planner=random_restart", f"instances={tiny_dataset}/test",
+                        f"out_dir={out}", "logger=none", "optimal.enabled=false",
+                        "save_traces=true"], max_bytes, tmp_path)
+    _assert_one_io_line(run, out)
+
+
+def test_a_dataset_on_a_full_disk_is_one_line_and_leaves_nothing(tmp_path):
+    out = tmp_path / "d"
+    run = _limited_run(["plansuite-data", "dataset=tiny", f"out_dir={out}"], 20_000, tmp_path)
+    _assert_one_io_line(run, out)
+    assert not out.exists()  # the dataset is built in a temporary folder, renamed when complete
+
+
+@pytest.mark.slow
+def test_training_on_a_full_disk_is_one_line_naming_out_dir(tiny_dataset, tmp_path):
+    out = tmp_path / "t"
+    run = _limited_run(["plansuite-train", "model=generator", f"data_dir={tiny_dataset}",
+                        f"out_dir={out}", "logger=none", "trainer.max_steps=3"], 100_000, tmp_path)
+    _assert_one_io_line(run, out)

@@ -13,7 +13,7 @@ from plansuite import CONF_DIR as CONF_DIR  # the configs every app reads
 
 # ${plansuite.sweep_subdir:} and ${plansuite.job_out_dir:...} in conf/: one folder per multirun job.
 from plansuite.cli.sweep_dirs import register as _register_sweep_resolvers  # noqa: E402
-from plansuite.errors import PlansuiteError, clip
+from plansuite.errors import PlansuiteError, clip, os_error_line
 
 _register_sweep_resolvers()
 
@@ -44,8 +44,8 @@ def _fail(line: str, exc: BaseException):
 
 
 def friendly_errors(task):
-    """Show a PlansuiteError (or a failed Hydra ``instantiate``) as one line on stderr and exit 1,
-    instead of a traceback."""
+    """Show a PlansuiteError, an I/O failure (OSError: a full disk, a read-only out_dir) or a
+    failed Hydra ``instantiate`` as one line on stderr and exit 1, instead of a traceback."""
 
     @functools.wraps(task)
     def wrapper(*args, **kwargs):
@@ -55,6 +55,10 @@ def friendly_errors(task):
             if os.environ.get("PLANSUITE_DEBUG"):
                 raise
             _fail(str(exc), exc)
+        except OSError as exc:  # the machine's fault (full disk, read-only out_dir): name the path
+            if os.environ.get("PLANSUITE_DEBUG"):
+                raise
+            _fail(os_error_line(exc, _out_dir_of(args)), exc)
         except Exception as exc:
             line = _instantiation_error(exc)
             if line is None or os.environ.get("PLANSUITE_DEBUG"):
@@ -62,6 +66,12 @@ def friendly_errors(task):
             _fail(line, exc)
 
     return wrapper
+
+
+def _out_dir_of(args: tuple) -> str | None:
+    """``out_dir=...`` of the app's config, to name where a write without a file name failed."""
+    out_dir = getattr(args[0], "out_dir", None) if args else None
+    return None if out_dir is None else f"out_dir={out_dir}"
 
 
 def _instantiation_error(exc: Exception) -> str | None:

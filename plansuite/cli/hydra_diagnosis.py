@@ -16,7 +16,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from plansuite import CONF_DIR
-from plansuite.errors import clip
+from plansuite.errors import clip, os_error_line
 
 
 def _key(override: str) -> str:
@@ -103,7 +103,24 @@ def blocked_out_dir(config_name: str, argv: list[str]) -> str | None:
     if "-m" in argv or "--multirun" in argv:
         return None  # each job's directory is made by the launcher, under the sweep dir
     given = [a.split("=", 1)[1] for a in argv if _key(a) == "out_dir" and "=" in a]
-    return _blocked(Path(given[-1])) if given and given[-1] else None
+    if not given or not given[-1]:
+        return None
+    return _blocked(Path(given[-1])) or _full(Path(given[-1]))
+
+
+def _full(run_dir: Path) -> str | None:
+    """A full disk (or a file size limit) makes Hydra's first write -- the run's config -- a
+    traceback; probe the run directory with a small write before Hydra starts."""
+    probe = run_dir / f".plansuite-probe-{os.getpid()}"
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        with open(probe, "wb") as f:
+            f.write(b"\0" * 65536)
+    except OSError as exc:
+        return os_error_line(exc, f"out_dir={run_dir}")
+    finally:
+        probe.unlink(missing_ok=True)
+    return None
 
 
 def _blocked(run_dir: Path) -> str | None:
