@@ -80,6 +80,12 @@ def test_corpus_tokenizer_round_trips_dataset_text_compactly(data):
         ids = tok(p.prompt + p.completion, add_special_tokens=False)["input_ids"]
         assert tok.decode(ids) == p.prompt + p.completion  # held-out text: exact
         assert len(ids) < len(p.prompt + p.completion) / 3  # whitespace-led chunks, not bytes
+    explicit = next(p for p in pairs if p.style == "explicit")
+    names = set(tok(explicit.prompt, add_special_tokens=False)["input_ids"])
+    problem = tok.convert_ids_to_tokens(tok(explicit.completion, add_special_tokens=False)["input_ids"])
+    objects = [t for t in problem if t.lstrip("Ġ").startswith("b") and t.lstrip("Ġ")[1:].isdigit()]
+    assert objects and {tok.convert_tokens_to_ids(t) for t in objects} <= names  # " b1": one token, copied
+    assert "ĊĠĠĠĠ(clear" in problem  # a keyword is one token with "(" and its indent
     with pytest.raises(ConfigError, match="vocab_size"):
         train_text_tokenizer(["x"], vocab_size=100)
 
