@@ -30,9 +30,10 @@ from plansuite.pddl.checks import check_problem
 from plansuite.pddl.parse import parse_problem
 
 SMALL = {"blocksworld": dict(domain="blocksworld", random_problems=40, abstract_sizes=[3, 4, 6],
-                             max_objects=5),
+                             max_objects=5, target_order="description"),
          "gripper": dict(name="nl2pddl_gripper", domain="gripper", random_problems=40,
-                         min_objects=2, max_objects=4, abstract_sizes=[2, 3, 4])}
+                         min_objects=2, max_objects=4, abstract_sizes=[2, 3, 4],
+                         target_order="description")}
 
 
 @pytest.fixture(scope="module", params=sorted(SMALL))
