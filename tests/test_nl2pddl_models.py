@@ -152,7 +152,7 @@ def test_local_backend_that_cannot_change_its_answer_ends_the_loop_unchanged(gen
     gen = LocalGenerator(generator_export[0])
     bad = "(define (problem p) (:domain blocksworld-4ops) (:objects a) (:init (clear zz)) (:goal (and)))"
     # a model that always continues the kept prefix (here: up to (:init) into the same problem
-    gen._complete = lambda prompt, n, temperature, seed: [bad[len(prompt.split("PROBLEM:\n", 1)[1]):]] * n
+    gen._complete = lambda prompt, n, temperature, seed, domain_text, prefix="": [bad[len(prefix):]] * n
     result = repair(load_pairs(data, "test")[0].description, gen,
                     OperationalChecker(builtin_path("blocksworld")), max_attempts=4)
     assert [a.text for a in result.attempts] == [bad, bad] and result.stop == "unchanged"
