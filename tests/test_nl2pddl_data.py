@@ -23,16 +23,17 @@ from plansuite.nl2pddl.dataset import (
     load_pairs,
     scenarios,
 )
-from plansuite.nl2pddl.describe import describe, explicit_clauses, mention
+from plansuite.nl2pddl.describe import describe, described_order, explicit_clauses, mention
 from plansuite.nl2pddl.equivalence import semantic
 from plansuite.nl2pddl.worlds import world_for
 from plansuite.pddl.checks import check_problem
 from plansuite.pddl.parse import parse_problem
 
 SMALL = {"blocksworld": dict(domain="blocksworld", random_problems=40, abstract_sizes=[3, 4, 6],
-                             max_objects=5),
+                             max_objects=5, target_order="description"),
          "gripper": dict(name="nl2pddl_gripper", domain="gripper", random_problems=40,
-                         min_objects=2, max_objects=4, abstract_sizes=[2, 3, 4])}
+                         min_objects=2, max_objects=4, abstract_sizes=[2, 3, 4],
+                         target_order="description")}
 
 
 @pytest.fixture(scope="module", params=sorted(SMALL))
@@ -100,6 +101,34 @@ def test_explicit_descriptions_state_every_fact(name):
         text = describe(scenario, "explicit", random.Random(5))
         for obj in p.objects:
             assert re.search(rf"\b{re.escape(obj)}\b", text), (obj, text)
+
+
+def test_generator_targets_follow_the_description_order_of_the_same_problem(built):
+    """``target``: the reference's atoms, reordered to the order the explicit description
+    states them (the clauses, located in the text, come in increasing position)."""
+    name, _, out, _ = built
+    domain = load_builtin(name)
+    pairs = load_pairs(out, "train")
+    reordered = 0
+    for p in pairs:
+        target, reference = parse_problem(p.target, domain), parse_problem(p.problem, domain)
+        assert target == replace(reference, source=target.source)  # same problem, any order
+        if p.style == "abstract":
+            assert p.target == p.problem
+            continue
+        reordered += p.target != p.problem
+    assert reordered > 0.8 * sum(p.style == "explicit" for p in pairs)
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_described_order_recovers_the_order_the_clauses_were_written_in(name):
+    domain = load_builtin(name)
+    for k, scenario in enumerate(scenarios(NL2PDDLSpec(**SMALL[name]), domain, seed=2)):
+        # describe_explicit draws its clauses first: the same seed gives the same clause order
+        clauses = explicit_clauses(scenario, random.Random(k))
+        text = describe(scenario, "explicit", random.Random(k))
+        order = described_order(scenario, text)
+        assert order == {part: [a for a, _ in clauses[part]] for part in ("init", "goal")}, text
 
 
 def test_explicit_wording_and_order_vary_with_the_seed():

@@ -80,6 +80,12 @@ def test_corpus_tokenizer_round_trips_dataset_text_compactly(data):
         ids = tok(p.prompt + p.completion, add_special_tokens=False)["input_ids"]
         assert tok.decode(ids) == p.prompt + p.completion  # held-out text: exact
         assert len(ids) < len(p.prompt + p.completion) / 3  # whitespace-led chunks, not bytes
+    explicit = next(p for p in pairs if p.style == "explicit")
+    names = set(tok(explicit.prompt, add_special_tokens=False)["input_ids"])
+    problem = tok.convert_ids_to_tokens(tok(explicit.completion, add_special_tokens=False)["input_ids"])
+    objects = [t for t in problem if t.lstrip("Ġ").startswith("b") and t.lstrip("Ġ")[1:].isdigit()]
+    assert objects and {tok.convert_tokens_to_ids(t) for t in objects} <= names  # " b1": one token, copied
+    assert "ĊĠĠĠĠ(clear" in problem  # a keyword is one token with "(" and its indent
     with pytest.raises(ConfigError, match="vocab_size"):
         train_text_tokenizer(["x"], vocab_size=100)
 
@@ -146,7 +152,7 @@ def test_local_backend_that_cannot_change_its_answer_ends_the_loop_unchanged(gen
     gen = LocalGenerator(generator_export[0])
     bad = "(define (problem p) (:domain blocksworld-4ops) (:objects a) (:init (clear zz)) (:goal (and)))"
     # a model that always continues the kept prefix (here: up to (:init) into the same problem
-    gen._complete = lambda prompt, n, temperature, seed: [bad[len(prompt.split("PROBLEM:\n", 1)[1]):]] * n
+    gen._complete = lambda prompt, n, temperature, seed, domain_text, prefix="": [bad[len(prefix):]] * n
     result = repair(load_pairs(data, "test")[0].description, gen,
                     OperationalChecker(builtin_path("blocksworld")), max_attempts=4)
     assert [a.text for a in result.attempts] == [bad, bad] and result.stop == "unchanged"

@@ -35,6 +35,7 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import torch
 from transformers import GPT2LMHeadModel, PreTrainedModel, PreTrainedTokenizerBase
@@ -49,6 +50,20 @@ from plansuite.models.tokenizer import decode, encode, pad_ids, stop_token_ids
 class Generated:
     text: str  # the completion, from "ACTION:" on
     n_tokens: int  # new tokens generated
+
+
+class RowLogitsProcessor(Protocol):
+    """A per-step logits mask that knows which prompt each live row is (e.g. constrained decoding,
+    :class:`plansuite.nl2pddl.constrained.ConstrainedProblemDecoding`).
+
+    Called before sampling with ``rows[i]`` the prompt index of logits line ``i``, ``new[r]`` the
+    ids generated so far for prompt ``r``, and ``steps_left`` the tokens a row may still emit
+    (this one included); returns the (possibly in-place) modified logits.
+    """
+
+    def __call__(self, rows: Sequence[int], new: Sequence[Sequence[int]], logits: torch.Tensor,
+                 steps_left: int) -> torch.Tensor:
+        ...
 
 
 def _top_p_filter(probs: torch.Tensor, top_p: float) -> torch.Tensor:
@@ -74,7 +89,8 @@ def sample_ids(model: PreTrainedModel, prompts: list[list[int]], *, pad_id: int,
                stop_ids: Iterable[int], max_new_tokens: int, temperature: float = 1.0,
                top_p: float = 1.0, generator: torch.Generator | None = None,
                row_rngs: Sequence[random.Random] | None = None,
-               banned_ids: Iterable[int] = ()) -> list[list[int]]:
+               banned_ids: Iterable[int] = (),
+               logits_processor: RowLogitsProcessor | None = None) -> list[list[int]]:
     """New token ids per prompt (each ending at its first stop id, if reached).
 
     One forward pass over the left-padded prompts, then one token per step for the rows still
@@ -93,10 +109,12 @@ def sample_ids(model: PreTrainedModel, prompts: list[list[int]], *, pad_id: int,
     banned = sorted(set(banned_ids) - set(stops.tolist()))
     rows = torch.arange(n, device=device)  # which prompt each live batch row is
     new: list[list[int]] = [[] for _ in range(n)]
-    for _ in range(max_new_tokens):
+    for step in range(max_new_tokens):
         logits = logits.float()
         if banned:
             logits[:, banned] = float("-inf")
+        if logits_processor is not None:
+            logits = logits_processor(rows.tolist(), new, logits, max_new_tokens - step)
         if temperature == 0:
             tokens = logits.argmax(-1)
         else:
@@ -146,7 +164,9 @@ class GeneratorPolicy:
 
     def generate(self, prompts: list[str], temperature: float = 1.0, top_p: float = 0.99,
                  max_new_tokens: int | None = None,
-                 seed: int | Sequence[int] | None = None) -> list[Generated]:
+                 seed: int | Sequence[int] | None = None,
+                 logits_processor: RowLogitsProcessor | None = None) -> list[Generated]:
+        """Completions of ``prompts``; a ``logits_processor`` sees prompt indices of the whole call."""
         if temperature < 0 or not 0 < top_p <= 1:
             raise ConfigError(f"generation: temperature must be >= 0 and top_p in (0, 1] "
                               f"(got {temperature}, {top_p})")
@@ -177,7 +197,8 @@ class GeneratorPolicy:
                              stop_ids=self.stop_ids, max_new_tokens=budget,
                              temperature=temperature, top_p=top_p, generator=generator,
                              row_rngs=rngs[start:start + self.batch_size] if rngs else None,
-                             banned_ids=self.banned_ids)
+                             banned_ids=self.banned_ids,
+                             logits_processor=_offset(logits_processor, start))
             out.extend(Generated(self._text(ids), len(ids)) for ids in new)
         return out
 
@@ -185,6 +206,17 @@ class GeneratorPolicy:
         if ids and ids[-1] == self.tokenizer.eos_token_id:
             ids = ids[:-1]
         return decode(self.tokenizer, ids)
+
+
+def _offset(processor: RowLogitsProcessor | None, start: int) -> RowLogitsProcessor | None:
+    """``processor`` for a batch that starts at prompt ``start`` (it indexes the whole call)."""
+    if processor is None or start == 0:
+        return processor
+
+    def shifted(rows, new, logits, steps_left):
+        whole = {start + r: ids for r, ids in enumerate(new)}
+        return processor([start + r for r in rows], whole, logits, steps_left)
+    return shifted
 
 
 class VerifierScorer:

@@ -8,7 +8,10 @@ Output directory (written to a temp dir, then renamed — never half-written)::
     critic/{train,val,test}.jsonl
 
 ``pairs``: ``{"id", "problem_id", "group", "style": "explicit"|"abstract", "init_scene",
-"goal_scene", "names", "description", "problem"}`` (``problem`` is reference PDDL text).
+"goal_scene", "names", "description", "problem", "target"}`` (``problem`` is the reference PDDL
+text, canonical: sorted atoms; ``target`` is what the generator is trained to write, the same
+problem with the atoms of an explicit description in the order it states them when
+``target_order=description``, see :func:`~plansuite.nl2pddl.describe.described_order`).
 ``critic``: ``{"id", "pair", "description", "problem", "label": "match"|"object"|"init"|"goal",
 "detail"}``. Splits are by problem *group*: problems identical up to renaming of objects share
 a group (a Weisfeiler-Lehman hash of the semantic graph), so no split sees another's problem
@@ -34,11 +37,11 @@ from plansuite.jsonl import iter_jsonl
 from plansuite.nl2pddl import corrupt as corruptions
 from plansuite.nl2pddl import scenes, scenes21
 from plansuite.nl2pddl.critic import critic_input
-from plansuite.nl2pddl.describe import describe
+from plansuite.nl2pddl.describe import describe, described_order
 from plansuite.nl2pddl.equivalence import semantic_sections
 from plansuite.nl2pddl.graphs import graph_key, problem_graph
 from plansuite.nl2pddl.worlds import world_for
-from plansuite.pddl.model import Domain, problem_to_pddl
+from plansuite.pddl.model import Atom, Domain, atom_text, problem_to_pddl
 
 SCHEMA_VERSION = 1
 SPLITS = ("train", "val", "test")
@@ -60,6 +63,7 @@ class NL2PDDLSpec:
     fractions: dict[str, float] = field(default_factory=lambda: {"train": 0.8, "val": 0.1, "test": 0.1})
     critic_positives: int = 1  # matching examples per pair (shuffled / equivalent rewrites)
     critic_negatives: int = 1  # corruptions per pair and mismatch kind
+    target_order: str = "sorted"  # generator targets: sorted (the reference) | description (clause order)
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,7 @@ class Pair:
     goal_scene: str
     description: str
     problem: str  # reference PDDL text
+    target: str = ""  # the training target (same problem, atoms maybe reordered); "": problem
 
     @property
     def prompt(self) -> str:
@@ -79,7 +84,7 @@ class Pair:
 
     @property
     def completion(self) -> str:
-        return f"{self.problem}{END}\n"
+        return f"{self.target or self.problem}{END}\n"
 
 
 END = "END"  # closes a completion, so a causal LM learns where a problem stops
@@ -212,8 +217,10 @@ def _build_into(tmp: Path, spec: NL2PDDLSpec, domain: Domain, domain_text: str, 
             styles = ["explicit"] * spec.explicit_per_problem
             styles += ["abstract"] * (spec.abstract_per_problem if scenario.abstract else 0)
             for k, style in enumerate(styles):
+                description = _describe(domain)(scenario, style, rng)
                 pair = Pair(f"{pid}-{style[0]}{k}", pid, group, style, scenario.init_scene,
-                            scenario.goal_scene, _describe(domain)(scenario, style, rng), reference)
+                            scenario.goal_scene, description, reference,
+                            _target(spec, scenario, style, description, reference, domain))
                 pair_files[split].write(_dumps({**asdict(pair), "names": scenario.names}))
                 counts[split][f"pairs_{style}"] += 1
                 for row in _critic_rows(pair, scenario, domain, spec, rng):
@@ -230,6 +237,35 @@ def _build_into(tmp: Path, spec: NL2PDDLSpec, domain: Domain, domain_text: str, 
             "domain": domain.name, "seed": seed, "spec": asdict(spec),
             "counts": {s: dict(sorted(c.items())) for s, c in counts.items()},
             "groups": dict(Counter(split_of.values())), "timings_s": timings}
+
+
+def _target(spec: NL2PDDLSpec, scenario: scenes.Scenario, style: str, description: str,
+            reference: str, domain: Domain) -> str:
+    """The generator's target: ``reference`` with the atoms in description order, if asked for."""
+    if spec.target_order not in ("description", "sorted"):
+        raise ConfigError(f"dataset.target_order={spec.target_order!r}: choose description or sorted")
+    if spec.target_order == "sorted" or style != "explicit" or domain.level != "classical":
+        return reference
+    order = described_order(scenario, description)
+    return reference if order is None else reorder_atoms(reference, order)
+
+
+def reorder_atoms(text: str, order: dict[str, list[Atom]]) -> str:
+    """A canonical problem text (:func:`~plansuite.pddl.model.problem_to_pddl`) with the atom
+    lines of ``:init`` and ``:goal`` in the given order.
+
+    >>> text = "  (:init\\n    (a)\\n    (b)\\n  )\\n  (:goal (and\\n    (c)\\n    (d)\\n  ))\\n"
+    >>> out = reorder_atoms(text, {"init": [("b",), ("a",)], "goal": [("d",), ("c",)]})
+    >>> [line.strip() for line in out.split("\\n")]
+    ['(:init', '(b)', '(a)', ')', '(:goal (and', '(d)', '(c)', '))', '']
+    """
+    lines = text.split("\n")
+    for part, opener in (("init", "  (:init"), ("goal", "  (:goal (and")):
+        start = lines.index(opener) + 1
+        end = start + len(order[part])
+        assert sorted(lines[start:end]) == sorted(f"    {atom_text(a)}" for a in order[part])
+        lines[start:end] = [f"    {atom_text(a)}" for a in order[part]]
+    return "\n".join(lines)
 
 
 def _describe(domain: Domain):

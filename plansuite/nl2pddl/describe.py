@@ -18,6 +18,7 @@ True
 from __future__ import annotations
 
 import random
+import re
 
 from plansuite.nl2pddl.scenes import Scenario
 from plansuite.pddl.model import Atom
@@ -85,6 +86,32 @@ def explicit_clauses(scenario: Scenario, rng: random.Random) -> dict[str, list[t
         pairs = [(a, fact_clause(a, scenario, rng)) for a in sorted(atoms)]
         rng.shuffle(pairs)
         out[part] = pairs
+    return out
+
+
+def described_order(scenario: Scenario, description: str) -> dict[str, list[Atom]] | None:
+    """The facts of ``:init`` and ``:goal`` in the order an explicit ``description`` states them
+    (found by the clause each template renders), or ``None`` if a fact's clause is not found.
+
+    The generator is trained to write atoms in this order: clause *i* becomes atom *i*, a local
+    translation a small model learns far sooner than re-sorting a shuffled list.
+    """
+    starts = [description.find(h.split("{}")[0]) for h in GOAL_HEADERS]
+    goal_start = min((i for i in starts if i >= 0), default=-1)
+    if goal_start < 0:
+        return None
+    sections = {"init": description[:goal_start], "goal": description[goal_start:]}
+    out = {}
+    for part, atoms in (("init", scenario.problem.init), ("goal", scenario.problem.goal_pos)):
+        where = {}
+        for atom in atoms:
+            args = [mention(a, _kind(scenario, a), scenario.names[_kind(scenario, a)]) for a in atom[1:]]
+            found = [m.start() for t in FACTS[atom[0]] for m in re.finditer(
+                r"(?<![\w-])" + re.escape(t.format(*args)) + r"(?![\w-])", sections[part])]
+            if not found:
+                return None
+            where[atom] = min(found)
+        out[part] = sorted(atoms, key=lambda a: (where[a], a))
     return out
 
 

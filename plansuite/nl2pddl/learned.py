@@ -3,6 +3,11 @@
 :class:`LocalGenerator` implements the backend protocol of :mod:`plansuite.nl2pddl.generators`
 (``generate(description, domain_text, feedback) -> str``) with a ``problem_generator`` export:
 
+- decoding is constrained by the domain (``constrained=auto``, the default, for STRIPS domains;
+  PDDL 2.1 domains decode freely under ``auto`` and ``true`` refuses them;
+  :mod:`plansuite.nl2pddl.constrained`): every candidate parses and agrees with the domain's
+  predicates, arities, types and the problem's own ``:objects``; ``constrained=False`` decodes
+  freely, to measure what the constraint adds;
 - first attempt (``feedback is None``): decode ``DESCRIPTION: ... PROBLEM:`` at ``temperature``
   (0 = greedy, the default);
 - a repair attempt (``feedback`` given): the model was never trained on feedback text, so it
@@ -31,10 +36,12 @@ from pathlib import Path
 from plansuite.errors import ConfigError
 from plansuite.models.export import load_export
 from plansuite.models.inference import GeneratorPolicy, class_probabilities
-from plansuite.models.tokenizer import encode
+from plansuite.models.tokenizer import decode, encode
+from plansuite.nl2pddl.constrained import ConstrainedProblemDecoding, ProblemGrammar
 from plansuite.nl2pddl.critic import MISMATCH_KINDS, CriticVerdict, critic_input, verdict_label
 from plansuite.nl2pddl.dataset import generation_prompt
 from plansuite.nl2pddl.generators import BackendError, Feedback, extract_problem, resample_from
+from plansuite.pddl.parse import parse_domain
 
 REWRITE_ROOM = 96  # tokens a repair needs after the kept prefix (a goal section is ~20-80)
 
@@ -54,14 +61,21 @@ class LocalGenerator:
 
     def __init__(self, export: str | Path, device: str = "cpu", temperature: float = 0.0,
                  retry_temperature: float = 0.8, top_p: float = 0.95, samples: int = 4,
-                 seed: int = 0, max_new_tokens: int | None = None):
+                 seed: int = 0, max_new_tokens: int | None = None,
+                 constrained: bool | str = "auto"):
         if samples < 1:
             raise ConfigError(f"backend.samples={samples}: must be >= 1")
+        if constrained not in (True, False, "auto"):
+            raise ConfigError(f"backend.constrained={constrained}: choose true, false or auto")
         model, tokenizer, meta = load_export(export, "problem_generator", device)
         self.policy = GeneratorPolicy(model, tokenizer, int(meta.get("max_new_tokens", 512)))
         self.export, self.meta = Path(export), meta
         self.temperature, self.retry_temperature, self.top_p = temperature, retry_temperature, top_p
         self.samples, self.seed, self.max_new_tokens = samples, seed, max_new_tokens
+        self.constrained = constrained
+        self._grammars: dict[str, ProblemGrammar] = {}
+        self._strips: dict[str, bool] = {}  # domain text -> does the grammar cover it
+        self._token_texts: list[str] | None = None
         trained_on = self.export / "domain.pddl"
         self.domain = domain_name(trained_on.read_text()) if trained_on.is_file() else None
 
@@ -70,24 +84,55 @@ class LocalGenerator:
         if self.domain and asked and asked != self.domain:
             raise BackendError(f"{self.export}: trained on domain '{self.domain}', asked for '{asked}'")
 
-    def _complete(self, prompt: str, n: int, temperature: float, seed: int) -> list[str]:
-        gens = self.policy.generate([prompt] * n, temperature=temperature, top_p=self.top_p,
+    def grammar(self, domain_text: str) -> ProblemGrammar:
+        """The constraint automaton for ``domain_text`` (parsed once per domain text)."""
+        if domain_text not in self._grammars:
+            self._grammars[domain_text] = ProblemGrammar(parse_domain(domain_text, "domain.pddl"))
+        return self._grammars[domain_text]
+
+    def uses_constraint(self, domain_text: str) -> bool:
+        """``constrained=auto`` (the default) constrains where the grammar covers the domain
+        (STRIPS) and decodes freely for PDDL 2.1; ``true`` insists (an error for PDDL 2.1)."""
+        if self.constrained == "auto":
+            if domain_text not in self._strips:
+                domain = parse_domain(domain_text, "domain.pddl")
+                self._strips[domain_text] = domain.level == "classical" and not domain.functions
+            return self._strips[domain_text]
+        return bool(self.constrained)
+
+    def _processor(self, domain_text: str, prefixes: list[str]) -> ConstrainedProblemDecoding | None:
+        if not self.uses_constraint(domain_text):
+            return None
+        if self._token_texts is None:
+            tok = self.policy.tokenizer
+            self._token_texts = [decode(tok, [i]) for i in range(len(tok))]
+        return ConstrainedProblemDecoding(self.grammar(domain_text), self._token_texts,
+                                          self.policy.stop_ids, prefixes)
+
+    def _complete(self, prompt: str, n: int, temperature: float, seed: int, domain_text: str,
+                  prefix: str = "") -> list[str]:
+        gens = self.policy.generate([prompt + prefix] * n, temperature=temperature, top_p=self.top_p,
                                     max_new_tokens=self.max_new_tokens,
-                                    seed=[seed + i for i in range(n)] if temperature > 0 else None)
+                                    seed=[seed + i for i in range(n)] if temperature > 0 else None,
+                                    logits_processor=self._processor(domain_text, [prefix] * n))
         return [g.text for g in gens]  # a trailing END is dropped by extract_problem
 
     def generate(self, description: str, domain_text: str, feedback: Feedback | None) -> str:
         self._check_domain(domain_text)
         prompt = generation_prompt(description)
         if feedback is None:
-            [text] = self._complete(prompt, 1, self.temperature, self.seed)
+            [text] = self._complete(prompt, 1, self.temperature, self.seed, domain_text)
             return extract_problem(text)
         previous = feedback.previous
         prefix = previous[:resample_from(previous, feedback.diagnostics)]
         if len(encode(self.policy.tokenizer, [prompt + prefix])[0]) > self.policy.context - REWRITE_ROOM:
             prefix = ""  # a runaway candidate: keeping it would leave no room to rewrite the rest
+        if (self.uses_constraint(domain_text)
+                and self.grammar(domain_text).feed(self.grammar(domain_text).start(), prefix) is None):
+            prefix = ""  # written without the constraint: it cannot be continued under it
         seed = self.seed * 1_000_003 + zlib.crc32(previous.encode())  # reproducible, new per attempt
-        for continuation in self._complete(prompt + prefix, self.samples, self.retry_temperature, seed):
+        for continuation in self._complete(prompt, self.samples, self.retry_temperature, seed,
+                                           domain_text, prefix):
             candidate = extract_problem(prefix + continuation)
             if candidate.split() != previous.split():
                 return candidate

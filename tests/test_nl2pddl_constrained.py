@@ -1,0 +1,165 @@
+"""Constrained decoding (issue 11): the automaton accepts every reference problem and rejects each
+kind of domain inconsistency; a random, untrained model decoding under it always writes a problem
+that parses and passes ``check_problem``, while the same model decoding freely does not."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from plansuite.domains import domain_file, load_builtin
+from plansuite.errors import ConfigError, PDDLError
+from plansuite.models.backbone import BackboneConfig, tiny_model
+from plansuite.models.inference import GeneratorPolicy
+from plansuite.models.tokenizer import decode
+from plansuite.nl2pddl import scenes
+from plansuite.nl2pddl.constrained import ConstrainedProblemDecoding, ProblemGrammar
+from plansuite.nl2pddl.generators import extract_problem
+from plansuite.nl2pddl.text_tokenizer import train_text_tokenizer
+from plansuite.pddl.checks import check_problem
+from plansuite.pddl.model import problem_to_pddl
+from plansuite.pddl.parse import parse_problem
+
+DOMAINS = ("blocksworld", "gripper")
+
+
+def references(name: str, n: int, seed: int = 0) -> list[str]:
+    domain, rng = load_builtin(name), random.Random(seed)
+    if name == "blocksworld":
+        found = [scenes.blocksworld_random(domain, rng, 2, 6) for _ in range(n)]
+    else:
+        found = [scenes.gripper_random(domain, rng, 2, 5, [2, 3]) for _ in range(n)]
+    return [problem_to_pddl(s.problem, domain) for s in found]
+
+
+@pytest.fixture(scope="module", params=DOMAINS)
+def setup(request):
+    name = request.param
+    return name, load_builtin(name), ProblemGrammar(load_builtin(name))
+
+
+def assert_consistent(text: str, domain) -> None:
+    problem = parse_problem(text, domain, source="generated", check=False)  # raises if it does not parse
+    assert check_problem(problem, domain, text) == [], text
+
+
+def consistent(text: str, domain) -> bool:
+    try:
+        assert_consistent(text, domain)
+    except (PDDLError, AssertionError):
+        return False
+    return True
+
+
+def test_every_reference_problem_is_accepted(setup):
+    _, _, grammar = setup
+    for text in references(setup[0], 60):
+        state = grammar.feed(grammar.start(), text.strip())
+        assert grammar.accepts(state), text
+
+
+BAD = {  # each replacement turns a reference into a problem check_problem or the parser rejects
+    "blocksworld": [("(:objects ", "(:objects zz "), ("(arm-empty)", "(arm-full)"),
+                     ("(arm-empty)", "(arm-empty b1)"), ("(clear b1)", "(clear b1 b1)"),
+                     ("(clear b1)", "(clear b99)"), ("blocksworld-4ops", "gripper-strips"),
+                     ("(:objects b1", "(:objects b1 b1"), ("(:objects b1", "(:objects b1 - block")],
+    "gripper": [("(at-robby ", "(at-robot "), ("(free left)", "(free left right)"),
+                ("(free left)", "(free rooma)"), ("(free left)", "(free hand3)"),
+                ("- gripper", "- hand"), ("(:objects ", "(:objects left ")],
+}
+
+
+def test_inconsistent_problems_are_rejected_where_they_go_wrong(setup):
+    name, domain, grammar = setup
+    texts = [t for t in references(name, 80) if all(old in t for old, _ in BAD[name])]
+    assert texts
+    for old, new in BAD[name]:
+        bad = texts[0].replace(old, new, 1)
+        state = grammar.feed(grammar.start(), bad)
+        assert state is None, (old, new)
+        stop = next(i for i in range(len(bad) + 1) if grammar.feed(grammar.start(), bad[:i]) is None)
+        assert stop > bad.index(new) - 1  # the prefix up to the change was fine
+
+
+def test_the_shortest_completion_of_any_prefix_is_a_consistent_problem(setup):
+    name, domain, grammar = setup
+    rng = random.Random(1)
+    for text in references(name, 15, seed=3):
+        for cut in sorted(rng.sample(range(len(text.strip())), 12)):
+            state = grammar.feed(grammar.start(), text[:cut])
+            done = text[:cut] + grammar.completion(state)
+            assert grammar.accepts(grammar.feed(grammar.start(), done)), done
+            assert_consistent(done, domain)
+
+
+def test_pddl21_domains_are_refused_with_one_line():
+    with pytest.raises(ConfigError, match="STRIPS domains only.*backend.constrained=false"):
+        ProblemGrammar(load_builtin("fuel-delivery"))
+
+
+@pytest.fixture(scope="module")
+def random_models():
+    """An untrained tiny GPT-2 per domain with a corpus tokenizer fitted to that domain's text."""
+    out = {}
+    for name in DOMAINS:
+        corpus = references(name, 200, seed=7)
+        tok = train_text_tokenizer(corpus + ["DESCRIPTION: blocks balls rooms\nPROBLEM:\nEND"], 600)
+        torch.manual_seed(0)
+        model = tiny_model(BackboneConfig(tokenizer="corpus", n_layer=1, n_embd=32, n_head=2,
+                                          n_positions=512), "causal", tok).eval()
+        out[name] = GeneratorPolicy(model, tok, max_new_tokens=200)
+    return out
+
+
+def generate(policy: GeneratorPolicy, domain_name: str, n: int, constrained: bool,
+             temperature: float = 1.0, budget: int = 200, prefix: str = "") -> list[str]:
+    tok = policy.tokenizer
+    processor = None
+    if constrained:
+        texts = [decode(tok, [i]) for i in range(len(tok))]
+        processor = ConstrainedProblemDecoding(ProblemGrammar(load_builtin(domain_name)), texts,
+                                               policy.stop_ids, [prefix] * n)
+    gens = policy.generate(["DESCRIPTION: blocks\nPROBLEM:\n" + prefix] * n, temperature=temperature,
+                           top_p=1.0, max_new_tokens=budget, seed=list(range(n)),
+                           logits_processor=processor)
+    return [extract_problem(prefix + g.text) for g in gens]
+
+
+@pytest.mark.parametrize("name", DOMAINS)
+def test_a_random_model_under_the_constraint_always_writes_a_consistent_problem(random_models, name):
+    domain = load_builtin(name)
+    free = generate(random_models[name], name, 6, constrained=False)
+    assert not any(consistent(t, domain) for t in free)  # unconstrained: noise (the test can fail)
+    for budget in (120, 60):  # 60: too few tokens to wander, the budget forces a completion
+        texts = generate(random_models[name], name, 4, constrained=True, budget=budget)
+        for text in texts:
+            assert_consistent(text, domain)
+        objects = [parse_problem(t, domain, check=False).objects for t in texts]
+        assert sum(bool(o) for o in objects) >= 2  # it does more than the shortest way out
+
+
+def test_greedy_decoding_and_a_kept_prefix_stay_consistent(random_models):
+    domain = load_builtin("gripper")
+    prefix = references("gripper", 1)[0].split("(:init")[0].rstrip()
+    for temperature in (0.0, 1.5):
+        for text in generate(random_models["gripper"], "gripper", 4, True, temperature, prefix=prefix):
+            assert text.startswith(prefix)
+            assert_consistent(text, domain)
+    bad_prefix = "(define (problem p) (:domain gripper-strips) (:objects x - hand"
+    with pytest.raises(ConfigError, match="not a valid start"):
+        generate(random_models["gripper"], "gripper", 1, True, prefix=bad_prefix)
+
+
+def test_the_local_backend_option_reaches_the_decoder(random_models, tmp_path):
+    """``constrained`` of :class:`LocalGenerator` switches the processor on and off."""
+    from plansuite.nl2pddl.learned import LocalGenerator
+
+    gen = LocalGenerator.__new__(LocalGenerator)  # the export-free parts: grammar and processor
+    gen.policy, gen._grammars, gen._token_texts = random_models["blocksworld"], {}, None
+    text = domain_file("blocksworld").read_text()
+    gen.constrained = True
+    assert isinstance(gen._processor(text, [""]), ConstrainedProblemDecoding)
+    gen.constrained = False
+    assert gen._processor(text, [""]) is None
