@@ -18,7 +18,7 @@ from plansuite.nl2pddl.worlds import implied_literals, world_for
 from plansuite.pddl.model import Problem, atom_text
 from plansuite.pddl.parse import load_domain, parse_problem
 from plansuite.pddl.simulator import GroundTask
-from tests.test_equiv_cli import equiv
+from test_equiv_cli import equiv
 
 FIXTURES = Path(__file__).parent / "fixtures" / "semantics"
 BW = load_builtin("blocksworld")

@@ -33,10 +33,10 @@ raises :class:`~plansuite.errors.ConfigError` for them.
 >>> from plansuite.domains import load_builtin
 >>> g = ProblemGrammar(load_builtin("blocksworld"))
 >>> head = "(define (problem p) (:domain blocksworld-4ops) (:objects a b) (:init (on a "
->>> g.feed(g.start(), head + "b)") is not None, g.feed(g.start(), head + "c)"), g.feed(g.start(), head + "b b)"))
+>>> g.feed(g.start(), head + "b)") is not None, g.feed(g.start(), head + "c)"), g.feed(g.start(), head + "b b)")
 (True, None, None)
 >>> g.completion(g.feed(g.start(), head))
-' a)) (:goal (and)))'
+'a))(:goal(and)))'
 """
 
 from __future__ import annotations

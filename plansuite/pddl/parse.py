@@ -47,7 +47,7 @@ def parse_domain(text: str, source: str = "<domain>", *, check: bool = True) -> 
     """A STRIPS domain through ``pddl``; a numeric or temporal one through :mod:`.pddl21`."""
     from plansuite.pddl.pddl21 import needs_pddl21, parse_domain21
 
-    if needs_pddl21(text):
+    if needs_pddl21(text, source):
         return parse_domain21(text, source, check=check)
     prepared = prepare_domain(text, source)
     raw = _syntax(lambda: _fresh(_parsers()[0])(_untag_object(prepared.text)), source, "domain",

@@ -53,10 +53,10 @@ def text_of(node: Node | str) -> str:
     return "(" + " ".join(text_of(item) for item in node) + ")"
 
 
-def needs_pddl21(text: str) -> bool:
+def needs_pddl21(text: str, source: str = "<domain>") -> bool:
     """Whether a domain text declares numeric/temporal requirements or has a durative action
     (then :func:`parse_domain21` reads it, not the STRIPS path)."""
-    root = scan(lower_ascii(text), "<domain>", "domain")
+    root = scan(lower_ascii(text), source, "domain")  # scan errors name the file
     for section in _sections(root):
         if section.head() == ":durative-action":
             return True
