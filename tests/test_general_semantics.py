@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from test_equiv_cli import equiv
 
 from plansuite.domains import load_builtin
 from plansuite.domains.blocksworld import BlocksworldStates, state_count
@@ -18,7 +19,6 @@ from plansuite.nl2pddl.worlds import implied_literals, world_for
 from plansuite.pddl.model import Problem, atom_text
 from plansuite.pddl.parse import load_domain, parse_problem
 from plansuite.pddl.simulator import GroundTask
-from test_equiv_cli import equiv
 
 FIXTURES = Path(__file__).parent / "fixtures" / "semantics"
 BW = load_builtin("blocksworld")
