@@ -41,7 +41,7 @@ from plansuite.jsonl import iter_jsonl
 from plansuite.pddl.codec import DIFF_MARKERS, format_verifier_diff_input, format_verifier_input
 from plansuite.pddl.judge import StepVerdict
 from plansuite.pddl.model import parse_atom_text
-from plansuite.pddl.simulator import GroundTask, TaskCache
+from plansuite.pddl.simulator import GroundTask, TaskCache, bits
 
 if TYPE_CHECKING:
     from plansuite.models.sampling import JudgedStep
@@ -257,12 +257,8 @@ def corrupt_claim(task: GroundTask, state: int, action: int, rng: random.Random)
     untouched = true & ~effects
     absent = ~true & ((1 << len(task.atoms)) - 1)
     options = [m for m in (effects, untouched, absent) if m]
-    flip = rng.choice(_atoms_of(rng.choice(options)))
+    flip = rng.choice(bits(rng.choice(options)))
     return true ^ (1 << flip)
-
-
-def _atoms_of(mask: int) -> list[int]:
-    return [i for i in range(mask.bit_length()) if mask >> i & 1]
 
 
 def judged_items(judged: Sequence[JudgedStep], input_kind: str) -> list[VerifierItem]:

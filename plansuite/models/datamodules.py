@@ -22,6 +22,7 @@ import json
 import random
 from collections.abc import Sequence
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -101,37 +102,15 @@ def collate_causal(examples: list[tuple[list[int], list[int]]], pad_id: int) -> 
     return {"input_ids": ids, "attention_mask": mask, "labels": labels}
 
 
-class RenamedTransitions(Dataset):
-    """Training transitions, renamed afresh each epoch (``model.augment=rename``,
-    :mod:`plansuite.data.augment`). An item's renaming is a pure function of (seed, index, epoch),
-    so a resumed run, a DataLoader worker and a DDP rank all draw the one the uninterrupted run
-    drew; :class:`~plansuite.models.resumable.EpochOrder` sets the epoch."""
+class RenamedPerEpoch(Dataset):
+    """Training items renamed afresh each epoch (``model.augment=rename``,
+    :mod:`plansuite.data.augment`): ``rename(item, rng=...)`` renames one item, ``encode`` turns a
+    list of renamed items into model inputs. An item's renaming is a pure function of (seed, index,
+    epoch), so a resumed run, a DataLoader worker and a DDP rank all draw the one the uninterrupted
+    run drew; :class:`~plansuite.models.resumable.EpochOrder` sets the epoch."""
 
-    def __init__(self, records: Sequence[TransitionRecord], pool: dict[str, list[str]],
-                 encode_records, seed: int):
-        self.records, self.pool, self.encode_records, self.seed = records, pool, encode_records, seed
-        self.epoch = 0
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
-
-    def __len__(self) -> int:
-        return len(self.records)
-
-    def __getitem__(self, i: int) -> tuple[list[int], list[int]]:
-        # The seed string of the counter it replaces (the i-th item's n-th draw was in epoch n),
-        # so single-process runs rename as before.
-        rng = random.Random(f"{self.seed}/{i}/{self.epoch}")
-        return self.encode_records([rename_transition(self.records[i], self.pool, rng)])[0]
-
-
-class RenamedTexts(Dataset):
-    """Verifier training items renamed afresh each epoch (``model.augment=rename``); like
-    :class:`RenamedTransitions`, an item's renaming is a pure function of (seed, index, epoch)."""
-
-    def __init__(self, items: Sequence[VerifierItem], types: dict[str, str], encode_items, seed: int):
-        self.items, self.types, self.encode_items, self.seed = items, types, encode_items, seed
-        self.pool = name_pool(types)
+    def __init__(self, items: Sequence, rename, encode, seed: int):
+        self.items, self.rename, self.encode, self.seed = items, rename, encode, seed
         self.epoch = 0
 
     def set_epoch(self, epoch: int) -> None:
@@ -140,11 +119,17 @@ class RenamedTexts(Dataset):
     def __len__(self) -> int:
         return len(self.items)
 
-    def __getitem__(self, i: int) -> tuple[list[int], int, int]:
-        item = self.items[i]
-        text = rename_text_blocks(item.text, self.types, self.pool,
-                                  random.Random(f"{self.seed}/{i}/{self.epoch}"))
-        return self.encode_items([VerifierItem(text, item.label, item.truth)])[0]
+    def __getitem__(self, i: int):
+        # The seed string of the counter it replaces (the i-th item's n-th draw was in epoch n),
+        # so single-process runs rename as before.
+        rng = random.Random(f"{self.seed}/{i}/{self.epoch}")
+        return self.encode([self.rename(self.items[i], rng=rng)])[0]
+
+
+def rename_verifier_item(item: VerifierItem, types: dict[str, str], pool: dict[str, list[str]],
+                         rng: random.Random) -> VerifierItem:
+    """A verifier item with its text's objects renamed (labels are invariant under renaming)."""
+    return VerifierItem(rename_text_blocks(item.text, types, pool, rng), item.label, item.truth)
 
 
 class GeneratorDataModule(L.LightningDataModule):
@@ -198,8 +183,8 @@ class GeneratorDataModule(L.LightningDataModule):
                 raise ConfigError("model.augment=rename renames the dataset's transitions; it does "
                                   "not apply to model.finetune.extra (use augment=none)")
             objects = {name: typ for r in train for name, typ in r.objects.items()}
-            self.train = RenamedTransitions(train, name_pool(objects), self.encode_records,
-                                            self.seed)
+            self.train = RenamedPerEpoch(train, partial(rename_transition, pool=name_pool(objects)),
+                                         self.encode_records, self.seed)
 
     def train_dataloader(self) -> DataLoader:
         return resumable_loader(self.train, self.batch_size, self.seed, self._collate,
@@ -314,7 +299,8 @@ class VerifierDataModule(L.LightningDataModule):
         if self.augment == "rename":
             types = {name: typ for t in load_trajectories(self.data_dir, "train")
                      for name, typ in t["objects"].items()}
-            self.train = RenamedTexts(train, types, self._encode, self.seed)
+            rename = partial(rename_verifier_item, types=types, pool=name_pool(types))
+            self.train = RenamedPerEpoch(train, rename, self._encode, self.seed)
         check_fits([len(e[0]) for e in self.train], self.context, str(self.data_dir))
         for name, encoded in self.val.items():
             check_fits([len(e[0]) for e in encoded], self.context, f"verifier val set {name}")

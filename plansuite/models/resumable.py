@@ -8,7 +8,7 @@ the same dropout masks. Three pieces make that so:
   replica on a single device), so Lightning keeps it instead of injecting its own, and DDP runs
   keep the order Lightning's injected sampler gave them (the same permutation, seed + epoch). It
   forwards ``set_epoch`` to a dataset that has one, so that per-item randomness (object renaming,
-  :class:`~plansuite.models.datamodules.RenamedTransitions`) can be a function of
+  :class:`~plansuite.models.datamodules.RenamedPerEpoch`) can be a function of
   (seed, epoch, index) too.
 - :class:`ResumableLoader`: a ``DataLoader`` with Lightning's resumable-loader protocol
   (``state_dict`` / ``load_state_dict``: ``lightning/pytorch/loops/fit_loop.py`` stores them in

@@ -96,13 +96,13 @@ class GroundTask:
         # applicable() only tests actions anchored on atoms that are true.
         counts = [0] * len(self.atoms)
         for mask in self.pre_pos:
-            for i in _bits(mask):
+            for i in bits(mask):
                 counts[i] += 1
         self._anchored: list[list[int]] = [[] for _ in self.atoms]
         self._unanchored: list[int] = []
         for a, mask in enumerate(self.pre_pos):
             if mask:
-                self._anchored[min(_bits(mask), key=counts.__getitem__)].append(a)
+                self._anchored[min(bits(mask), key=counts.__getitem__)].append(a)
             else:
                 self._unanchored.append(a)
 
@@ -126,7 +126,7 @@ class GroundTask:
 
     def decode(self, state: int) -> list[str]:
         """Sorted atom texts of a state."""
-        return [self.atoms[i] for i in _bits(state)]
+        return [self.atoms[i] for i in bits(state)]
 
     def action_id(self, text: str) -> int | None:
         return self.action_index.get(text)
@@ -201,7 +201,12 @@ class GroundTask:
             yield a, self.apply(state, a)
 
 
-def _bits(mask: int) -> list[int]:
+def bits(mask: int) -> list[int]:
+    """The indices of the set bits of ``mask``, lowest first (a state's or an effect's atoms).
+
+    >>> bits(0b10110)
+    [1, 2, 4]
+    """
     out = []
     while mask:
         low = mask & -mask
