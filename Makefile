@@ -24,7 +24,10 @@ GEN ?= $(DEMO_DIR)/generator/export
 EXP ?= paper_fig2_k
 ARGS ?=
 
-PAPER_CPU_DIR ?= outputs/paper-cpu
+# make paper-cpu DOMAIN=gripper: the same pipeline on Gripper (conf/pipeline/paper_cpu_gripper.yaml)
+DOMAIN ?= blocksworld
+PAPER_CPU := $(if $(filter blocksworld,$(DOMAIN)),paper_cpu,paper_cpu_$(DOMAIN))
+PAPER_CPU_DIR ?= outputs/$(subst _,-,$(PAPER_CPU))
 
 .PHONY: help install test test-slow smoke lint bench data train-generator train-verifier eval sweep report notebook demo paper-cpu reproduce clean
 
@@ -58,9 +61,10 @@ demo: install ## the CPU quickstart end to end (<= 10 min on 2 cores): data, gen
 smoke: install ## the demo pipeline at toy scale (~2 min): checks the wiring
 	$(PY) -m plansuite.pipeline smoke root=$(SMOKE_DIR) seed=$(SEED) $(ARGS)
 
-paper-cpu: install ## the paper's benchmark on this CPU (<= 2 h on 2 cores): paper data, every recipe and planner on its 200 instances
-	@test -n "$(PAPER_TEST)" || echo "warning: ../shared/benchmarks/paper-blocksworld-test not found: evaluating on the dataset's own test split" >&2
-	$(PY) -m plansuite.pipeline paper_cpu root=$(PAPER_CPU_DIR) seed=$(SEED) $(if $(PAPER_TEST),instances=$(abspath $(PAPER_TEST))) $(ARGS)
+paper-cpu: install ## the paper's benchmark on this CPU (<= 2 h on 2 cores): paper data, every recipe and planner on its 200 instances (DOMAIN=gripper: on Gripper)
+	@test -f conf/pipeline/$(PAPER_CPU).yaml || { echo "error: DOMAIN=$(DOMAIN): no conf/pipeline/$(PAPER_CPU).yaml (blocksworld or gripper)" >&2; exit 2; }
+	@test -n "$(PAPER_TEST)" -o "$(DOMAIN)" != blocksworld || echo "warning: ../shared/benchmarks/paper-blocksworld-test not found: evaluating on the dataset's own test split" >&2
+	$(PY) -m plansuite.pipeline $(PAPER_CPU) root=$(PAPER_CPU_DIR) seed=$(SEED) $(if $(and $(PAPER_TEST),$(filter blocksworld,$(DOMAIN))),instances=$(abspath $(PAPER_TEST))) $(ARGS)
 
 reproduce: install ## paper scale on a GPU (pretrained gpt2): every table and figure; cached, resumable
 	$(PY) -m plansuite.pipeline reproduce root=$(REPRO_DIR) seed=$(SEED) $(if $(PAPER_TEST),instances=$(abspath $(PAPER_TEST))) $(ARGS)

@@ -74,6 +74,20 @@ def test_verifier_reports_use_truth_not_labels():
     assert 0.2 < float(module.threshold) < 0.8
 
 
+def test_verifier_report_of_a_one_example_validation_set():
+    """A tiny dataset can hold one validation example: CatMetric then returns a 0-d tensor."""
+    class Stub(torch.nn.Module):
+        def forward(self, input_ids, attention_mask, labels=None):
+            return SimpleNamespace(logits=torch.tensor([[0.0, 2.0]]))
+
+    module = VerifierModule(Stub(), OptimConfig(), ["random"])
+    batch = {"input_ids": torch.tensor([[1]]), "attention_mask": torch.ones(1, 1),
+             "labels": torch.tensor([1]), "truth": torch.tensor([1])}
+    module.validation_step(batch, 0, 0)
+    module.on_validation_epoch_end()
+    assert module.reports["random"]["n"] == 1
+
+
 def test_calibration_and_report_match_brute_force():
     rng = random.Random(0)
     for _ in range(20):

@@ -52,7 +52,9 @@ class VerifierModule(L.LightningModule):
         collected = {}
         for name in self.val_sets:
             if self.val_truth[name].update_count:
-                collected[name] = (self.val_probs[name].compute(), self.val_truth[name].compute())
+                # 1-D even for a one-example set (CatMetric returns a 0-d tensor for a single value)
+                collected[name] = (self.val_probs[name].compute().reshape(-1),
+                                   self.val_truth[name].compute().reshape(-1))
             self.val_probs[name].reset()
             self.val_truth[name].reset()
         if self.calibrate_on in collected:
