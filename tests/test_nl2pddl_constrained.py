@@ -5,6 +5,7 @@ that parses and passes ``check_problem``, while the same model decoding freely d
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 import torch
@@ -159,7 +160,31 @@ def test_the_local_backend_option_reaches_the_decoder(random_models, tmp_path):
     gen = LocalGenerator.__new__(LocalGenerator)  # the export-free parts: grammar and processor
     gen.policy, gen._grammars, gen._token_texts = random_models["blocksworld"], {}, None
     text = domain_file("blocksworld").read_text()
-    gen.constrained = True
-    assert isinstance(gen._processor(text, [""]), ConstrainedProblemDecoding)
+    gen.constrained, gen.distinct_atoms = True, False
+    processor = gen._processor(text, [""])
+    assert isinstance(processor, ConstrainedProblemDecoding) and not processor.grammar.distinct_atoms
     gen.constrained = False
     assert gen._processor(text, [""]) is None
+
+
+def test_no_fact_twice_and_never_a_dead_end():
+    strict, loose = ProblemGrammar(load_builtin("blocksworld")), ProblemGrammar(load_builtin("blocksworld"), False)
+    head = "(define (problem p) (:domain blocksworld-4ops) (:objects a) (:init (clear a) "
+    assert strict.feed(strict.start(), head + "(clear a)") is None
+    assert loose.feed(loose.start(), head + "(clear a)") is not None
+    # every fact over one block written: no "(" is left, yet the file can still be finished
+    full = head + "(on-table a) (arm-empty) (holding a) (on a a)"
+    state = strict.feed(strict.start(), full)
+    assert state is not None and strict.feed(state, " (") is None
+    assert strict.accepts(strict.feed(state, strict.completion(state)))
+    # the goal is a section of its own: a fact of :init may be a goal too
+    assert strict.feed(strict.start(), full + ") (:goal (and (clear a) (on a a)") is not None
+
+
+def test_a_random_model_under_the_constraint_repeats_no_fact(random_models):
+    domain = load_builtin("blocksworld")
+    for text in generate(random_models["blocksworld"], "blocksworld", 6, constrained=True, budget=200):
+        problem = parse_problem(text, domain, check=False)
+        init_text = re.split(r"\(\s*:goal", re.split(r"\(\s*:init", text)[1])[0]
+        init = [" ".join(a.split()) for a in re.findall(r"\(([^()]*)\)", init_text)]
+        assert len(init) == len(set(init)) == len(problem.init), text

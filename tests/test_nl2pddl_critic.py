@@ -146,7 +146,8 @@ def test_critic_labels_follow_the_dataset_and_reports_cover_the_new_kinds():
     report = critic_report(["match", "direction", "fluent", "duration"],
                            ["match", "direction", "match", "fluent"], timed)
     assert list(report["per_kind"]) == list(timed)
-    assert report["per_kind"]["direction"] == {"n": 1, "accuracy": 1.0, "detection": 1.0}
+    assert report["per_kind"]["direction"] == {"n": 1, "accuracy": 1.0, "detection": 1.0, "precision": 1.0}
     assert report["per_kind"]["fluent"]["detection"] == 0.0
-    assert report["per_kind"]["duration"] == {"n": 1, "accuracy": 0.0, "detection": 1.0}
+    assert report["per_kind"]["duration"] == {"n": 1, "accuracy": 0.0, "detection": 1.0, "precision": None}
+    assert report["per_kind"]["match"]["precision"] == 0.5  # one of the two accepted was fluent
     assert list(report["confusion"]["match"]) == list(timed)  # no classical columns

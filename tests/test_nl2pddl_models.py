@@ -262,3 +262,54 @@ def test_end_to_end_train_both_models_then_critic_and_repair(tmp_path):
     first = metrics["overall"][0]
     assert first["parsed"] > 0 and first["critic_accepted"] is not None
     assert "op. success but wrong" in proc.stdout
+
+
+# ---- the generator as critic (critic=likelihood) ----------------------------------------------
+def test_likelihood_critic_scores_exactly_the_generators_loss(generator_export, data):
+    import torch
+
+    from plansuite.models.tokenizer import encode
+    from plansuite.nl2pddl.dataset import END, generation_prompt
+    from plansuite.nl2pddl.likelihood_critic import LikelihoodCritic
+
+    critic = LikelihoodCritic(generator_export[0], threshold=0.5, batch_size=3)
+    pairs = load_pairs(data, "test")[:4]
+    scored = critic.token_logprobs([p.description for p in pairs], [p.problem for p in pairs])
+    for pair, (logprobs, offsets) in zip(pairs, scored, strict=True):
+        prompt = encode(critic.tokenizer, [generation_prompt(pair.description)])[0]
+        completion = encode(critic.tokenizer, [pair.problem + END + "\n"])[0]
+        ids = torch.tensor([prompt + completion])
+        labels = torch.tensor([[-100] * len(prompt) + completion])
+        with torch.no_grad():
+            loss = critic.model(input_ids=ids, labels=labels).loss  # mean over completion tokens
+        assert sum(logprobs) == pytest.approx(-float(loss) * len(completion), rel=1e-4)
+        assert offsets[0] == 0 and offsets == sorted(offsets) and offsets[-1] >= len(pair.problem)  # END, then "\n"
+
+
+def test_likelihood_critic_names_the_section_and_atom_of_its_doubt(generator_export):
+    from plansuite.nl2pddl.likelihood_critic import LikelihoodCritic, TokenDoubt
+
+    critic = LikelihoodCritic(generator_export[0], threshold=0.01)
+    text = "(define (problem p)\n  (:domain d)\n  (:objects b1 b2)\n  (:init (on b1 b2) (clear b1))\n  (:goal (and (on b2 b1))))"
+    for needle, kind in (("b2)\n", "object"), ("b2) (clear", "init"), ("b1))))", "goal")):
+        verdict = critic._verdict(text, TokenDoubt(0.001, text.index(needle)))
+        assert not verdict.accepted and verdict.kind == kind, (needle, verdict)
+    assert "'(on b1 b2)' in :init" in critic._verdict(text, TokenDoubt(0.001, text.index("b2) (clear"))).message
+    assert critic._verdict(text, TokenDoubt(0.5, 3)).accepted
+    # the repair keeps the facts before the doubted one and rewrites from it
+    from plansuite.nl2pddl.critic import critic_diagnostic
+
+    doubted = critic._verdict(text, TokenDoubt(0.001, text.index("b2) (clear")))
+    kept = text[:resample_from(text, [critic_diagnostic(doubted, "generated")])]
+    assert kept == text[:text.index("(on b1 b2)")].rstrip()
+
+
+def test_task_critic_with_the_likelihood_critic_calibrates_on_val(generator_export, data, tmp_path):
+    report = nl2pddl("task=critic", f"data_dir={data}", f"out_dir={tmp_path}", "critic=likelihood",
+                     f"backend.export={generator_export[0]}")
+    assert 0 < report["threshold"] <= 1 and set(report["per_kind"]) == set(CRITIC_LABELS)
+    assert all("precision" in r for r in report["per_kind"].values())
+    assert "precision (kind named)" in (tmp_path / "critic_eval.md").read_text()
+    with pytest.raises(SystemExit):  # neither a threshold nor data to calibrate on: one line
+        nl2pddl("task=critic", f"data_dir={data}", f"out_dir={tmp_path}", "critic=likelihood",
+                f"backend.export={generator_export[0]}", "critic.calibrate_on=null")

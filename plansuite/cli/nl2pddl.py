@@ -115,11 +115,14 @@ def _critic(cfg: DictConfig) -> dict:
     examples = examples[: check_limit(cfg.limit)]
     if not examples:
         raise ConfigError(f"{cfg.data_dir}/critic/{cfg.split}.jsonl: no critic examples")
-    if hasattr(critic, "predict"):  # batched
+    if hasattr(critic, "predict_examples"):  # batched, reads description and problem apart
+        predicted = critic.predict_examples([e.description for e in examples], [e.problem for e in examples])
+    elif hasattr(critic, "predict"):  # batched, reads critic_input texts
         predicted = critic.predict([e.text for e in examples])
     else:
         predicted = [verdict_label(critic.judge(e.description, e.problem)) for e in examples]
     report = {"split": cfg.split, "data_dir": str(cfg.data_dir),
+              "threshold": getattr(critic, "threshold", None),
               **critic_report([e.label for e in examples], predicted, getattr(critic, "labels", ()))}
     out_dir = Path(cfg.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

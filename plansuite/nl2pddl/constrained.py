@@ -13,7 +13,11 @@ constant, keyword or earlier object), a predicate one the domain declares *and* 
 types the declared objects can fill, each argument an object or constant of the parameter's
 type, and an atom closes exactly after its arity. So ``undeclared-object``, ``undeclared-predicate``,
 ``arity``, ``type``, ``undeclared-type``, ``domain-name`` and ``duplicate`` diagnostics cannot occur,
-and every accepted text parses. Whitespace runs are limited (``MAX_WS``), names to ``MAX_NAME``
+and every accepted text parses. With ``distinct_atoms`` (the default) an atom cannot be written twice
+in ``:init`` or in the goal: a repeated fact never adds meaning, and a small generator's typical
+content error is to repeat a ``(clear ...)`` instead of writing the fact it left out, so the
+decoder makes it choose another one. A predicate or argument is allowed only while some
+completion of the atom is still new, so the decoder never writes itself into a dead end. Whitespace runs are limited (``MAX_WS``), names to ``MAX_NAME``
 characters, and text is lower case (the datasets' convention; PDDL is case-insensitive anyway).
 
 :class:`ConstrainedProblemDecoding` applies the automaton to a tokenizer: per decoding step and
@@ -37,6 +41,8 @@ raises :class:`~plansuite.errors.ConfigError` for them.
 (True, None, None)
 >>> g.completion(g.feed(g.start(), head))
 'a))(:goal(and)))'
+>>> g.feed(g.start(), head + "b) (on a b)") is None  # no fact twice (distinct_atoms=True)
+True
 """
 
 from __future__ import annotations
@@ -78,6 +84,7 @@ class ParseState:
     pending: tuple[str, ...] = ()  # OBJECTS: names waiting for their "- TYPE"
     pred: str = ""
     args: tuple[str, ...] = ()
+    atoms: frozenset[tuple[str, ...]] = frozenset()  # INIT/GOAL: atoms written in this section
 
 
 @dataclass(frozen=True)
@@ -97,12 +104,12 @@ def _is_free_name(word: str) -> bool:
 class ProblemGrammar:
     """The automaton for problems of one STRIPS domain (see the module docstring)."""
 
-    def __init__(self, domain: Domain):
+    def __init__(self, domain: Domain, distinct_atoms: bool = True):
         if domain.level != "classical" or domain.functions:
             raise ConfigError(f"{domain.source}: constrained decoding covers STRIPS domains only "
                               f"('{domain.name}' is {domain.level} or has functions; "
                               "set backend.constrained=false)")
-        self.domain = domain
+        self.domain, self.distinct_atoms = domain, distinct_atoms
         self.typed = ":typing" in domain.requirements
         self.types = sorted({*domain.types, ROOT_TYPE}) if self.typed else []
         self.constants = dict(domain.constants)
@@ -124,6 +131,23 @@ class ProblemGrammar:
             if all(choices):
                 out[pred] = choices
         return out
+
+    def _is_open(self, ps: ParseState, prefix: tuple[str, ...]) -> bool:
+        """Can an atom starting with ``prefix`` (predicate, first arguments) still be new?
+
+        Its completions number the product of the remaining arguments' choices; it is closed
+        when the section already holds that many atoms with this prefix.
+        """
+        if not self.distinct_atoms:
+            return True
+        completions = 1
+        for choices in self._usable(ps.objects)[prefix[0]][len(prefix) - 1:]:
+            completions *= len(choices)
+        taken = sum(atom[:len(prefix)] == prefix for atom in ps.atoms)
+        return taken < completions
+
+    def _open_preds(self, ps: ParseState) -> list[str]:
+        return [p for p in self._usable(ps.objects) if self._is_open(ps, (p,))]
 
     def _taken(self, ps: ParseState) -> set[str]:
         return {o for o, _ in ps.objects} | set(ps.pending) | set(self.constants) | RESERVED
@@ -161,14 +185,21 @@ class ProblemGrammar:
         usable = self._usable(ps.objects)
         if ps.sub == "":
             if lexeme == ")":
-                return step
-            return replace(ps, sub="pred") if lexeme == "(" and usable else None
+                return replace(step, atoms=frozenset())
+            return replace(ps, sub="pred") if lexeme == "(" and self._open_preds(ps) else None
         if ps.sub == "pred":
-            return replace(ps, sub="args", pred=lexeme, args=()) if lexeme in usable else None
+            if lexeme in usable and self._is_open(ps, (lexeme,)):
+                return replace(ps, sub="args", pred=lexeme, args=())
+            return None
         choices = usable[ps.pred]
         if len(ps.args) == len(choices):
-            return replace(ps, sub="", pred="", args=()) if lexeme == ")" else None
-        return replace(ps, args=ps.args + (lexeme,)) if lexeme in choices[len(ps.args)] else None
+            if lexeme != ")":
+                return None
+            atom = (ps.pred, *ps.args)
+            return replace(ps, sub="", pred="", args=(), atoms=ps.atoms | {atom})
+        if lexeme in choices[len(ps.args)] and self._is_open(ps, (ps.pred, *ps.args, lexeme)):
+            return replace(ps, args=ps.args + (lexeme,))
+        return None
 
     def _words_uncached(self, ps: ParseState) -> tuple[frozenset[str], bool]:
         """(every prefix of the fixed words allowed next, whether a free new name is allowed)."""
@@ -186,10 +217,11 @@ class ProblemGrammar:
                 free, fixed = True, ["-"] if self.typed and ps.pending else []
         elif item in (INIT, GOAL):
             if ps.sub == "pred":
-                fixed = list(self._usable(ps.objects))
+                fixed = self._open_preds(ps)
             elif ps.sub == "args":
                 choices = self._usable(ps.objects)[ps.pred]
-                fixed = choices[len(ps.args)] if len(ps.args) < len(choices) else []
+                fixed = ([o for o in choices[len(ps.args)] if self._is_open(ps, (ps.pred, *ps.args, o))]
+                         if len(ps.args) < len(choices) else [])
         elif item != END and item not in PARENS:
             fixed = [item]
         return frozenset(w[:i] for w in fixed for i in range(1, len(w) + 1)), free
@@ -240,10 +272,11 @@ class ProblemGrammar:
             return min(self.types, key=len) if ps.sub == "type" else ")"
         if item in (INIT, GOAL):
             usable = self._usable(ps.objects)
-            if ps.sub == "pred":  # "(" was only allowed because some predicate is usable
-                return min(usable, key=lambda p: (len(usable[p]), len(p), p))
+            if ps.sub == "pred":  # "(" was only allowed because some predicate is open
+                return min(self._open_preds(ps), key=lambda p: (len(usable[p]), len(p), p))
             if ps.sub == "args" and len(ps.args) < len(usable[ps.pred]):
-                return usable[ps.pred][len(ps.args)][0]
+                return next(o for o in usable[ps.pred][len(ps.args)]
+                            if self._is_open(ps, (ps.pred, *ps.args, o)))
             return ")"
         return item
 

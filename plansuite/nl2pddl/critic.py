@@ -37,6 +37,7 @@ MISMATCH_HINTS = {
 KIND_SECTION = {"object": "(:objects ...)", "init": "(:init ...)", "goal": "(:goal ...)",
                 "value": "(:init ...)", "fluent": "(:init ...)", "duration": "(:init ...)",
                 "direction": "(:metric ...)"}
+SECTION_OF_KIND = {"object": "objects", "init": "init", "goal": "goal"}
 
 
 def critic_labels(labels: Iterable[str]) -> tuple[str, ...]:
@@ -60,6 +61,8 @@ class CriticVerdict:
     kind: str | None = None  # suspected mismatch, one of MISMATCH_KINDS (None: unknown or accepted)
     score: float | None = None  # the critic's probability that the problem matches
     message: str = ""
+    quote: str | None = None  # what it doubts, e.g. "(on b1 b2)" (None: the section as a whole)
+    line: int | None = None  # the line of the problem text where ``quote`` is
 
 
 class Critic(Protocol):
@@ -92,11 +95,15 @@ def critic_report(truth: list[str], predicted: list[str],
 
     ``accuracy``: the exact label; ``detection``: match/mismatch only (a corrupted problem
     rejected, whatever kind was named; a matching one accepted). Per kind: ``n``, ``accuracy``
-    (the kind named exactly) and ``detection``. ``confusion[true][predicted]`` counts.
+    (the kind named exactly: the kind's recall), ``precision`` (of the predictions naming the
+    kind, the share that were that kind; None if never named) and ``detection``.
+    ``confusion[true][predicted]`` counts.
 
     >>> r = critic_report(["match", "goal", "goal", "init"], ["match", "goal", "init", "match"])
     >>> r["accuracy"], r["detection"], r["per_kind"]["goal"], r["confusion"]["init"]["match"]
-    (0.5, 0.75, {'n': 2, 'accuracy': 0.5, 'detection': 1.0}, 1)
+    (0.5, 0.75, {'n': 2, 'accuracy': 0.5, 'detection': 1.0, 'precision': 1.0}, 1)
+    >>> r["per_kind"]["match"]["precision"], r["per_kind"]["init"]["precision"]
+    (0.5, 0.0)
     """
     if len(truth) != len(predicted) or not truth:
         raise ValueError("critic_report: need as many predictions as labels, at least one")
@@ -112,25 +119,38 @@ def critic_report(truth: list[str], predicted: list[str],
     pairs = list(zip(truth, predicted, strict=True))
     overall = rates(pairs)
     return {"n": overall["n"], "accuracy": overall["accuracy"], "detection": overall["detection"],
-            "per_kind": {k: rates([x for x in pairs if x[0] == k]) for k in labels
+            "per_kind": {k: {**rates([x for x in pairs if x[0] == k]),
+                             "precision": _precision(pairs, k)} for k in labels
                          if any(t == k for t in truth)},
             "confusion": {t: {p: sum(1 for x in pairs if x == (t, p)) for p in labels}
                           for t in labels if t in truth}}
+
+
+def _precision(pairs: list[tuple[str, str]], kind: str) -> float | None:
+    named = [t for t, p in pairs if p == kind]
+    return round(sum(t == kind for t in named) / len(named), 6) if named else None
 
 
 def report_table(report: dict) -> str:
     """Markdown table of a :func:`critic_report`: one row per true kind, then all.
 
     >>> print(report_table(critic_report(["match", "goal"], ["match", "init"])), end="")
-    | true kind | n | accuracy (kind named) | detection (match vs. mismatch) |
-    |---|---|---|---|
-    | match | 1 | 1.000 | 1.000 |
-    | goal | 1 | 0.000 | 1.000 |
-    | all | 2 | 0.500 | 1.000 |
+    | true kind | n | recall (kind named) | precision (kind named) | detection (match vs. mismatch) |
+    |---|---|---|---|---|
+    | match | 1 | 1.000 | 1.000 | 1.000 |
+    | goal | 1 | 0.000 | – | 1.000 |
+    | all | 2 | 0.500 | – | 1.000 |
     """
-    lines = ["| true kind | n | accuracy (kind named) | detection (match vs. mismatch) |", "|---|---|---|---|"]
+    lines = ["| true kind | n | recall (kind named) | precision (kind named) | detection (match vs. mismatch) |",
+             "|---|---|---|---|---|"]
+
+    def precision(r: dict) -> str:
+        value = r.get("precision")  # none for the "all" row
+        return "–" if value is None else f"{value:.3f}"
+
     rows = [*report["per_kind"].items(), ("all", report)]
-    lines += [f"| {k} | {r['n']} | {r['accuracy']:.3f} | {r['detection']:.3f} |" for k, r in rows]
+    lines += [f"| {k} | {r['n']} | {r['accuracy']:.3f} | {precision(r)} | {r['detection']:.3f} |"
+              for k, r in rows]
     return "\n".join(lines) + "\n"
 
 
@@ -138,7 +158,9 @@ def critic_diagnostic(verdict: CriticVerdict, source: str) -> Diagnostic:
     """A rejected verdict as a located diagnostic (kind ``critic-<mismatch>``)."""
     kind = f"critic-{verdict.kind}" if verdict.kind else "critic"
     construct = KIND_SECTION.get(verdict.kind or "", "problem")
+    if verdict.quote and verdict.kind in SECTION_OF_KIND:  # e.g. "init (on b1 b2)"
+        construct = f"{SECTION_OF_KIND[verdict.kind]} {verdict.quote}"
     message = verdict.message or MISMATCH_HINTS.get(verdict.kind, MISMATCH_HINTS[None])
     if verdict.score is not None:
         message += f" (critic match probability {verdict.score:.2f})"
-    return Diagnostic(kind, source, construct, message)
+    return Diagnostic(kind, source, construct, message, verdict.line)

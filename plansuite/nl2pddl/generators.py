@@ -83,7 +83,7 @@ def extract_problem(reply: str) -> str:
 SECTIONS = ("domain", "objects", "init", "goal", "metric")  # the order of a problem file's sections
 
 
-def _section_starts(text: str) -> dict[str, int]:
+def section_starts(text: str) -> dict[str, int]:
     """Offset of each ``(:section`` in ``text`` (first occurrence)."""
     out: dict[str, int] = {}
     for m in re.finditer(r"\(\s*:(domain|objects|init|goal|metric)\b", text, re.IGNORECASE):
@@ -122,15 +122,38 @@ def resample_from(text: str, diagnostics: tuple[Diagnostic, ...] | list[Diagnost
     True
     >>> resample_from(text, [Diagnostic("plan-invalid", "c", "plan", "")])
     0
+
+    A critic diagnostic that quotes what it doubts (construct ``"<section> <atom or name>"``,
+    with its line, as :mod:`~plansuite.nl2pddl.likelihood_critic` writes) is finer: the rewrite
+    starts at the doubted atom, keeping the facts before it.
+
+    >>> text[:resample_from(text, [Diagnostic("critic-goal", "c", "goal (on a b)", "", line=4)])]
+    '(define (problem p)\\n  (:objects a b)\\n  (:init (clear a))\\n  (:goal (and'
     """
-    starts = _section_starts(text)
+    starts = section_starts(text)
     cut = len(text)
     for d in diagnostics:
         section = _section_of(d, text, starts)
         if section is None or section not in starts:
             return 0
-        cut = min(cut, len(text[:starts[section]].rstrip()))
+        at = _quoted_at(d, text, starts[section]) if d.kind.startswith("critic") else None
+        cut = min(cut, len(text[:starts[section] if at is None else at].rstrip()))
     return 0 if cut == len(text) else cut
+
+
+def _quoted_at(d: Diagnostic, text: str, section_start: int) -> int | None:
+    """Offset of what a ``"<section> <quoted>"`` diagnostic quotes, on its line, in its section."""
+    parts = d.construct.split(" ", 1)
+    if len(parts) != 2 or not d.line or parts[1].endswith("...)"):
+        return None
+    lines = text.split("\n")
+    if d.line > len(lines):
+        return None
+    line_start = sum(len(line) + 1 for line in lines[:d.line - 1])
+    found = lines[d.line - 1].find(parts[1])
+    if found < 0 or line_start + found <= section_start:
+        return None
+    return line_start + found
 
 
 def chat_messages(description: str, domain_text: str, feedback: Feedback | None,

@@ -7,7 +7,8 @@
   PDDL 2.1 domains decode freely under ``auto`` and ``true`` refuses them;
   :mod:`plansuite.nl2pddl.constrained`): every candidate parses and agrees with the domain's
   predicates, arities, types and the problem's own ``:objects``; ``constrained=False`` decodes
-  freely, to measure what the constraint adds;
+  freely, to measure what the constraint adds; ``distinct_atoms`` (on by default) also forbids
+  writing a fact twice in ``:init`` or the goal;
 - first attempt (``feedback is None``): decode ``DESCRIPTION: ... PROBLEM:`` at ``temperature``
   (0 = greedy, the default);
 - a repair attempt (``feedback`` given): the model was never trained on feedback text, so it
@@ -62,7 +63,7 @@ class LocalGenerator:
     def __init__(self, export: str | Path, device: str = "cpu", temperature: float = 0.0,
                  retry_temperature: float = 0.8, top_p: float = 0.95, samples: int = 4,
                  seed: int = 0, max_new_tokens: int | None = None,
-                 constrained: bool | str = "auto"):
+                 constrained: bool | str = "auto", distinct_atoms: bool = True):
         if samples < 1:
             raise ConfigError(f"backend.samples={samples}: must be >= 1")
         if constrained not in (True, False, "auto"):
@@ -72,7 +73,7 @@ class LocalGenerator:
         self.export, self.meta = Path(export), meta
         self.temperature, self.retry_temperature, self.top_p = temperature, retry_temperature, top_p
         self.samples, self.seed, self.max_new_tokens = samples, seed, max_new_tokens
-        self.constrained = constrained
+        self.constrained, self.distinct_atoms = constrained, distinct_atoms
         self._grammars: dict[str, ProblemGrammar] = {}
         self._strips: dict[str, bool] = {}  # domain text -> does the grammar cover it
         self._token_texts: list[str] | None = None
@@ -87,7 +88,8 @@ class LocalGenerator:
     def grammar(self, domain_text: str) -> ProblemGrammar:
         """The constraint automaton for ``domain_text`` (parsed once per domain text)."""
         if domain_text not in self._grammars:
-            self._grammars[domain_text] = ProblemGrammar(parse_domain(domain_text, "domain.pddl"))
+            self._grammars[domain_text] = ProblemGrammar(parse_domain(domain_text, "domain.pddl"),
+                                                          self.distinct_atoms)
         return self._grammars[domain_text]
 
     def uses_constraint(self, domain_text: str) -> bool:
