@@ -91,6 +91,7 @@ class VerifierConfig:
     onpolicy: OnPolicyConfig = field(default_factory=OnPolicyConfig)
     augment: str = "none"  # none | rename: training texts' objects renamed at random per draw
     calibrate_on: str = "auto"  # validation set for the threshold: onpolicy if present, else random
+    calibrate_metric: str = "balanced"  # balanced | accuracy: what the threshold maximises there
     batch_size: int = 32
     epochs: int = 4
     optim: OptimConfig = field(default_factory=_optim(1.0e-3, 50))
@@ -429,7 +430,7 @@ def build_verifier(spec: TrainSpec, domain: Domain) -> Built:
                             spec.out_dir / "data", spec.num_workers, spec.seed,
                             augment=m.augment)
     module = VerifierModule(model, m.optim, val_set_names(m.generator_dir), m.calibrate_on,
-                            spec.record())
+                            spec.record(), m.calibrate_metric)
     meta = {"kind": "verifier", "input_kind": m.input_kind, "init": m.init, "recipe": m.recipe}
     return Built(module, dm, tokenizer, meta)
 

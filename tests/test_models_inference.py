@@ -212,3 +212,56 @@ def test_pretrained_backbone_offline_names_the_alternatives(atom_tok, monkeypatc
     with pytest.raises(PlansuiteError, match="model/backbone=tiny") as err:
         pretrained_model("gpt2-not-cached-here", "causal", atom_tok)
     assert "\n" not in str(err.value)
+
+
+# ---- actions excluded while sampling (refine_resume's exclude_refused) -----------------------
+
+def test_action_exclusion_masks_the_token_that_would_finish_the_action_line(atom_tok, data_dir, tmp_path):
+    from plansuite.models.inference import ActionExclusion, action_line_ids
+
+    ids = action_line_ids(atom_tok, "(pickup b1)")
+    assert atom_tok.convert_ids_to_tokens(ids) == ["ACTION:", "(pickup b1)"]
+    mask = ActionExclusion(atom_tok, [["(pickup b1)", "(stack b1 b2)"], []])
+    logits = torch.zeros(2, len(atom_tok))
+    action_id = ids[0]
+    out = mask([0, 1], [[action_id], [action_id]], logits.clone(), 5)
+    banned = {atom_tok.convert_ids_to_tokens(i) for i in (out[0] == float("-inf")).nonzero().flatten().tolist()}
+    assert banned == {"(pickup b1)", "(stack b1 b2)"}
+    assert not torch.isinf(out[1]).any()  # the other prompt excludes nothing
+    assert not torch.isinf(mask([0], [[]], logits[:1].clone(), 5)).any()  # not yet at the action
+    # BPE: the masked token is the one that completes the action text, after its canonical prefix
+    records = load_transitions(data_dir, "train")
+    bpe = bpe_tokenizer([r.prompt + r.completion for r in records], tmp_path)
+    *before, last = action_line_ids(bpe, "(stack b1 b2)")
+    assert decode(bpe, before + [last]).startswith("ACTION:\n(stack b1 b2)")
+    assert not decode(bpe, before).startswith("ACTION:\n(stack b1 b2)")
+
+
+def test_generate_never_proposes_an_excluded_action(gen_export, data_dir):
+    policy = GeneratorPolicy.from_export(gen_export)
+    tok = policy.tokenizer
+    action_marker = tok.convert_tokens_to_ids("ACTION:")
+    pick1, pick2 = tok.convert_tokens_to_ids("(pickup b1)"), tok.convert_tokens_to_ids("(pickup b2)")
+
+    def force(rows, new, logits, steps_left):  # ACTION:, then (pickup b1) or (pickup b2)
+        for i, r in enumerate(rows):
+            allowed = [action_marker] if not new[r] else [pick1, pick2] if len(new[r]) == 1 else None
+            if allowed is not None:
+                keep = logits[i, allowed].clone()
+                logits[i] = float("-inf")
+                logits[i, allowed] = keep
+        return logits
+
+    prompts = [r.prompt for r in load_transitions(data_dir, "val")[:4]] * 4
+    seeds = list(range(len(prompts)))
+    free = policy.generate(prompts, seed=seeds, max_new_tokens=3, logits_processor=force)
+    assert {parse_action(g.text) for g in free} == {"(pickup b1)", "(pickup b2)"}
+    excluded = policy.generate(prompts, seed=seeds, max_new_tokens=3, logits_processor=force,
+                               exclude_actions=[["(pickup b1)"]] * len(prompts))
+    assert {parse_action(g.text) for g in excluded} == {"(pickup b2)"}
+    with pytest.raises(ConfigError, match="exclusion lists"):
+        policy.generate(prompts, exclude_actions=[[]])
+
+
+def parse_action(text: str) -> str:
+    return text.split("\n")[1]

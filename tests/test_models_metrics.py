@@ -13,6 +13,7 @@ from plansuite.data.load import load_transitions
 from plansuite.data.verifier_recipes import judged_items
 from plansuite.domains import domain_file, load_builtin
 from plansuite.domains.blocksworld import BlocksworldStates
+from plansuite.errors import ConfigError
 from plansuite.models.datamodules import VerifierDataModule
 from plansuite.models.optim import OptimConfig
 from plansuite.models.sampling import judge_texts, step_rates
@@ -129,3 +130,21 @@ def test_generations_are_judged_by_the_simulator(data_dir):
     assert [i.truth for i in sa] == [1, 0]  # the two applicable samples are one distinct step
     san = judged_items(judged, "state_action_next")
     assert [i.truth for i in san] == [1, 0, 0] and all(i.label == i.truth for i in san)
+
+
+def test_accuracy_calibration_matches_brute_force_and_names_bad_metrics():
+    rng = random.Random(1)
+    for _ in range(20):
+        n = rng.randint(3, 30)
+        truth = torch.tensor([int(rng.random() < 0.8) for _ in range(n)])  # mostly valid steps
+        if truth.sum() in (0, n):
+            continue
+        probs = torch.tensor([round(rng.random(), 2) for _ in range(n)])
+        t = calibrate_threshold(probs, truth, "accuracy")
+
+        def accuracy(th, probs=probs, truth=truth):
+            return float(((probs >= th) == (truth == 1)).float().mean())
+
+        assert accuracy(t) == pytest.approx(max(accuracy(float(c)) for c in [*probs.tolist(), 1.01]))
+    with pytest.raises(ConfigError, match="calibrate_metric 'f1': unknown"):
+        calibrate_threshold(torch.tensor([0.5]), torch.tensor([1]), "f1")

@@ -123,10 +123,12 @@ class FakePolicy:
     """Stands in for GeneratorPolicy: echoes the prompt's first goal atom as a pickup."""
 
     def __init__(self):
-        self.calls = []
+        self.calls, self.excluded = [], []
 
-    def generate(self, prompts, temperature=1.0, top_p=0.99, max_new_tokens=None, seed=None):
+    def generate(self, prompts, temperature=1.0, top_p=0.99, max_new_tokens=None, seed=None,
+                 exclude_actions=None):
         self.calls.append((len(prompts), temperature, top_p, max_new_tokens, seed))
+        self.excluded.append(exclude_actions)
         return [SimpleNamespace(text=f"ACTION:\n(pickup b{i})\nNEXT STATE:\nEND", n_tokens=7)
                 for i, _ in enumerate(prompts)]
 
@@ -142,6 +144,9 @@ def test_model_generator_groups_sampling_settings_and_keeps_order():
     assert proposals[1].text.startswith("ACTION:\n(pickup b0)")  # group (T=1.5): row 1
     assert sorted(policy.calls) == [(1, 1.5, 0.99, None, [12]), (2, 1.0, 0.99, None, [11, 13])]
     assert req.prompt == "GOAL:\n(on a b)\nSTATE:\n(arm-empty)\n"
+    assert policy.excluded == [None, None]  # nothing excluded: the plain call
+    ModelGenerator(policy).propose([replace(req, exclude_actions=("(pickup b0)",)), requests[2]])
+    assert policy.excluded[-1] == [("(pickup b0)",), ()]  # per row, in the group's order
 
 
 def test_model_verifier_formats_its_input_kind():

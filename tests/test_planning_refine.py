@@ -223,7 +223,8 @@ def test_feedback_setting_is_checked_and_reported():
     replace(REFINE, k=6, max_steps=12, budget=40, temperature_step=0.3),
     replace(ENV, k=6, max_steps=12, budget=40, reset_after=2),
     replace(REFINE, k=6, max_steps=12, reset_after=None, budget=25, max_failures=6),
-], ids=["verifier", "environment", "no-reset"])
+    replace(REFINE, k=6, max_steps=12, budget=40, exclude_refused=True),
+], ids=["verifier", "environment", "no-reset", "exclude-refused"])
 def test_batched_engine_equals_sequential_planning(spec):
     contexts = random_contexts(24, seed=3)
     synthetic = SyntheticGenerator(**CHAOTIC)
@@ -278,3 +279,30 @@ def test_avoid_revisits_refuses_a_step_back_to_a_state_on_the_path_without_scori
         (True, None), (False, "revisit"), (True, None)]
     plain, _ = run_both(REFINE, script, applicable_only)  # without it the loop is accepted
     assert [s.accepted for s in plain.attempts[0].steps][:2] == [True, True]
+
+
+def test_exclude_refused_passes_the_checkpoints_refused_actions_to_the_next_tries():
+    def script(r):  # proposes pickup b until it is excluded, then the right step
+        if r.key == (0, 0):
+            return PICK_A
+        return STACK_AB if "(pickup b)" in r.exclude_actions else PICK_B
+
+    spec = replace(REFINE, reset_after=None, budget=6, exclude_refused=True)
+    result, gen = run_both(spec, script, applicable_only)
+    assert summary(result) == ("success", None, ["goal"], 3, 3, {"failed_tries": 1, "resets": 0})
+    assert [r.exclude_actions for b in gen.batches for r in b] == [(), (), ("(pickup b)",)]
+    plain, gen = run_both(replace(spec, exclude_refused=False), script, applicable_only)
+    assert summary(plain)[:4] == ("no_plan", None, ["budget"], 6)  # the same refusal, again and again
+    assert {r.exclude_actions for b in gen.batches for r in b} == {()}
+
+
+def test_exclusions_start_empty_at_a_new_checkpoint_and_a_new_episode():
+    script = {(0, 0): CHEAT, (0, 0, 1): PICK_A, (0, 1): PICK_B, (0, 1, 1): PICK_B,
+              (1, 0): PICK_A, (1, 1): STACK_AB}
+    spec = replace(REFINE, reset_after=2, exclude_refused=True)
+    result, gen = run_both(spec, script, applicable_only)
+    assert summary(result)[:3] == ("success", None, ["rejected", "goal"])
+    assert [r.exclude_actions for b in gen.batches for r in b] == [
+        (), ("(stack a b)",),  # stack a b from s0 (CHEAT) is refused, then excluded
+        (), ("(pickup b)",),  # a new checkpoint starts afresh; the reset then clears it too
+        (), ()]

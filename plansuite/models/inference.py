@@ -14,7 +14,8 @@ otherwise nucleus sampling (``top_p``, no top-k). ``seed`` is one int for the wh
 one int per prompt: then each row draws its uniforms from its own ``random.Random(seed)``, so a
 row's text does not depend on which other rows share its batch (the planning engine relies on
 this to match its sequential reference). Either way the global RNG is untouched. ``max_new_tokens=None`` uses the export's ``max_new_tokens`` (twice the longest
-training completion), clipped to the model's context.
+training completion), clipped to the model's context. ``exclude_actions`` (one list of action
+texts per prompt) forbids those actions as a row's ``ACTION:`` (:class:`ActionExclusion`).
 
 Verifier::
 
@@ -44,6 +45,7 @@ from plansuite.data.verifier_recipes import INPUT_KINDS, verifier_input
 from plansuite.errors import ConfigError
 from plansuite.models.export import load_export
 from plansuite.models.tokenizer import decode, encode, pad_ids, stop_token_ids
+from plansuite.pddl.codec import ACTION, format_completion
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,53 @@ class RowLogitsProcessor(Protocol):
     def __call__(self, rows: Sequence[int], new: Sequence[Sequence[int]], logits: torch.Tensor,
                  steps_left: int) -> torch.Tensor:
         ...
+
+
+class ActionExclusion:
+    """Per-prompt actions a completion may not propose (a :class:`RowLogitsProcessor`).
+
+    A completion starts ``ACTION:\n<action>\n``; for each excluded action the token that would
+    finish that line, in the canonical tokenization the generator was trained on, is masked
+    while the row's tokens so far are the ones before it. With the atom tokenizer that is the
+    action's own token right after ``ACTION:``; with BPE the last token of the action line.
+    """
+
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, excluded: Sequence[Sequence[str]]):
+        self.masks: dict[int, dict[tuple[int, ...], list[int]]] = {}
+        for row, actions in enumerate(excluded):
+            for action in actions:
+                *before, last = action_line_ids(tokenizer, action)
+                self.masks.setdefault(row, {}).setdefault(tuple(before), []).append(last)
+
+    def __call__(self, rows: Sequence[int], new: Sequence[Sequence[int]], logits: torch.Tensor,
+                 steps_left: int) -> torch.Tensor:
+        for i, r in enumerate(rows):
+            banned = self.masks.get(r, {}).get(tuple(new[r]))
+            if banned:
+                logits[i, banned] = float("-inf")
+        return logits
+
+
+def action_line_ids(tokenizer: PreTrainedTokenizerBase, action: str) -> list[int]:
+    """The first tokens of a completion proposing ``action``, up to the one that ends its line."""
+    covered = len(f"{ACTION}\n{action}")
+    ids = encode(tokenizer, [format_completion(action, [])])[0]
+    for n in range(1, len(ids) + 1):
+        if len(decode(tokenizer, ids[:n])) >= covered:
+            return ids[:n]
+    return ids
+
+
+def _chain(*processors: RowLogitsProcessor | None) -> RowLogitsProcessor | None:
+    chained = [p for p in processors if p is not None]
+    if len(chained) < 2:
+        return chained[0] if chained else None
+
+    def apply(rows, new, logits, steps_left):
+        for p in chained:
+            logits = p(rows, new, logits, steps_left)
+        return logits
+    return apply
 
 
 def _top_p_filter(probs: torch.Tensor, top_p: float) -> torch.Tensor:
@@ -165,13 +214,20 @@ class GeneratorPolicy:
     def generate(self, prompts: list[str], temperature: float = 1.0, top_p: float = 0.99,
                  max_new_tokens: int | None = None,
                  seed: int | Sequence[int] | None = None,
-                 logits_processor: RowLogitsProcessor | None = None) -> list[Generated]:
+                 logits_processor: RowLogitsProcessor | None = None,
+                 exclude_actions: Sequence[Sequence[str]] | None = None) -> list[Generated]:
         """Completions of ``prompts``; a ``logits_processor`` sees prompt indices of the whole call."""
         if temperature < 0 or not 0 < top_p <= 1:
             raise ConfigError(f"generation: temperature must be >= 0 and top_p in (0, 1] "
                               f"(got {temperature}, {top_p})")
         if not prompts:
             return []
+        if exclude_actions is not None:
+            if len(exclude_actions) != len(prompts):
+                raise ConfigError(f"generation: {len(exclude_actions)} exclusion lists for "
+                                  f"{len(prompts)} prompts")
+            logits_processor = _chain(logits_processor,
+                                      ActionExclusion(self.tokenizer, exclude_actions))
         budget = max_new_tokens or self.max_new_tokens
         generator, rngs = None, None
         if temperature > 0 and isinstance(seed, Sequence):

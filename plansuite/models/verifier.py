@@ -2,7 +2,9 @@
 
 Trained on the recipe's labels; validated on each validation set against the simulator's truth.
 At the end of every validation epoch the decision threshold is recalibrated on the calibration
-set (best balanced accuracy) and kept in a buffer, so checkpoints and exports carry it.
+set (best balanced accuracy, or best accuracy: ``calibrate_metric``,
+:func:`~plansuite.models.verifier_metrics.calibrate_threshold`) and kept in a buffer, so
+checkpoints and exports carry it.
 """
 
 from __future__ import annotations
@@ -12,13 +14,18 @@ import torch
 from torchmetrics import CatMetric
 
 from plansuite.models.optim import OptimConfig, adamw_with_warmup
-from plansuite.models.verifier_metrics import binary_report, calibrate_threshold
+from plansuite.models.verifier_metrics import (
+    binary_report,
+    calibrate_threshold,
+    check_calibrate_metric,
+)
 
 
 class VerifierModule(L.LightningModule):
     def __init__(self, model, optim: OptimConfig, val_sets: list[str], calibrate_on: str = "auto",
-                 config: dict | None = None):
+                 config: dict | None = None, calibrate_metric: str = "balanced"):
         super().__init__()
+        check_calibrate_metric(calibrate_metric)
         self.model, self.optim, self.val_sets = model, optim, list(val_sets)
         if calibrate_on == "auto":
             calibrate_on = "onpolicy" if "onpolicy" in val_sets else "random"
@@ -27,7 +34,7 @@ class VerifierModule(L.LightningModule):
 
             raise ConfigError(f"model.calibrate_on '{calibrate_on}': no such validation set "
                               f"(have: {', '.join(val_sets)})")
-        self.calibrate_on = calibrate_on
+        self.calibrate_on, self.calibrate_metric = calibrate_on, calibrate_metric
         self.save_hyperparameters({"config": config or {}})
         self.register_buffer("threshold", torch.tensor(0.5))
         self.val_probs = torch.nn.ModuleDict({n: CatMetric() for n in val_sets})
@@ -58,7 +65,8 @@ class VerifierModule(L.LightningModule):
             self.val_probs[name].reset()
             self.val_truth[name].reset()
         if self.calibrate_on in collected:
-            self.threshold.fill_(calibrate_threshold(*collected[self.calibrate_on]))
+            self.threshold.fill_(calibrate_threshold(*collected[self.calibrate_on],
+                                                     self.calibrate_metric))
         threshold = float(self.threshold)
         self.reports = {n: binary_report(p, y, threshold) for n, (p, y) in collected.items()}
         metrics = {"val/threshold": threshold}

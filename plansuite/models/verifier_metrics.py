@@ -17,16 +17,38 @@ from torchmetrics.functional.classification import (
     binary_specificity,
 )
 
+from plansuite.errors import ConfigError
 
-def calibrate_threshold(probs: torch.Tensor, truth: torch.Tensor) -> float:
-    """The threshold with the best balanced accuracy ((recall + catch rate) / 2); ties go to the
-    one nearest 0.5. Cut points are midways between neighbouring scores.
+CALIBRATE_METRICS = ("balanced", "accuracy")
+
+
+def check_calibrate_metric(metric: str) -> None:
+    if metric not in CALIBRATE_METRICS:
+        raise ConfigError(f"model.calibrate_metric '{metric}': unknown (choose from "
+                          f"{', '.join(CALIBRATE_METRICS)})")
+
+
+def calibrate_threshold(probs: torch.Tensor, truth: torch.Tensor, metric: str = "balanced") -> float:
+    """The threshold with the best ``metric``; ties go to the one nearest 0.5. Cut points are
+    midways between neighbouring scores.
+
+    ``balanced``: balanced accuracy ((recall + catch rate) / 2), both classes weighted equally
+    whatever their shares. ``accuracy``: the fewest mistakes at the set's own class shares --
+    on the generator's own (on-policy) steps, the fewest wrong verdicts per step the planner
+    asks about. Where invalid steps are rare, ``balanced`` buys a little more catch rate with
+    many refused good steps (a refused good step is the one move out of a state, again and
+    again: the verifier is deterministic).
 
     >>> calibrate_threshold(torch.tensor([0.1, 0.3, 0.35, 0.9]), torch.tensor([0, 0, 1, 1]))
     0.325
     >>> calibrate_threshold(torch.tensor([0.2, 0.8]), torch.tensor([1, 1]))  # one class: keep 0.5
     0.5
+    >>> p = torch.tensor([0.1, 0.6, 0.7, 0.75, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99])
+    >>> t = torch.tensor([0, 1, 1, 0, 1, 1, 1, 1, 1, 1])  # 8 valid steps, 2 invalid
+    >>> calibrate_threshold(p, t), calibrate_threshold(p, t, "accuracy")  # 2 good refused, or 1 bad kept
+    (0.775, 0.35)
     """
+    check_calibrate_metric(metric)
     probs, truth = probs.double().flatten(), truth.flatten().long()
     n_pos, n_neg = int(truth.sum()), int((1 - truth).sum())
     if n_pos == 0 or n_neg == 0:
@@ -36,12 +58,15 @@ def calibrate_threshold(probs: torch.Tensor, truth: torch.Tensor) -> float:
     # cut k puts the k lowest scores below the threshold (rejected)
     rejected_pos = torch.cat([t.new_zeros(1), t.cumsum(0)])
     rejected_neg = torch.arange(len(t) + 1) - rejected_pos
-    balanced = ((n_pos - rejected_pos) / n_pos + rejected_neg / n_neg) / 2
+    if metric == "balanced":
+        score = ((n_pos - rejected_pos) / n_pos + rejected_neg / n_neg) / 2
+    else:
+        score = ((n_pos - rejected_pos) + rejected_neg) / (n_pos + n_neg)
     cuts = torch.cat([p[:1] - 1e-6, (p[1:] + p[:-1]) / 2, p[-1:] + 1e-6]).clamp(0, 1)
-    valid = torch.ones_like(balanced, dtype=torch.bool)
+    valid = torch.ones_like(score, dtype=torch.bool)
     valid[1:-1] = p[1:] > p[:-1]  # no cut between equal scores
-    best = balanced[valid].max()
-    candidates = cuts[valid & (balanced >= best - 1e-12)]
+    best = score[valid].max()
+    candidates = cuts[valid & (score >= best - 1e-12)]
     return round(float(candidates[(candidates - 0.5).abs().argmin()]), 6)
 
 

@@ -41,8 +41,10 @@ Loops (``conf/planner/``; ``loop:`` names below)
     ``refine_resume`` -- closed-loop refinement (AdaPlanner): a refused step is resampled from
         the last accepted state (the checkpoint) instead of restarting from ``s0``; a reset to
         ``s0`` after ``reset_after`` failed tries at one checkpoint; optional heating of the
-        temperature on retries; the feedback is the verifier (``feedback: verifier``) or the
-        simulator executing each action (``feedback: environment``). Exact semantics:
+        temperature on retries; optionally (``exclude_refused``) the actions refused at the
+        checkpoint are excluded from the next tries' sampling; the feedback is the verifier
+        (``feedback: verifier``) or the simulator executing each action (``feedback:
+        environment``). Exact semantics:
         :mod:`plansuite.planning.refine`.
     Verifier planners use ``propose_on_failure: none``: no accepted attempt means ``no_plan``.
     The oracle verifier (``verifier=oracle``) is the simulator: it accepts a step iff the action

@@ -44,10 +44,12 @@ class ModelGenerator:
             groups.setdefault((r.temperature, r.top_p, r.max_new_tokens), []).append(i)
         out: list[Proposal] = [Proposal("")] * len(requests)
         for (temperature, top_p, max_new_tokens), index in groups.items():
+            excluded = [requests[i].exclude_actions for i in index]
             generated = self.policy.generate([requests[i].prompt for i in index],
                                              temperature=temperature, top_p=top_p,
                                              max_new_tokens=max_new_tokens,
-                                             seed=[requests[i].seed for i in index])
+                                             seed=[requests[i].seed for i in index],
+                                             exclude_actions=excluded if any(excluded) else None)
             for i, g in zip(index, generated, strict=True):
                 out[i] = Proposal(str(g.text), int(g.n_tokens))
         return out

@@ -74,8 +74,9 @@ class SyntheticGenerator:
         if state is None or rng.random() < self.p_garbage:
             return Proposal(rng.choice(["ACTION:\n(pick", "NEXT STATE:\nEND", "\x00\x01 garbage",
                                         "ACTION:\n(pickup b1)\nNEXT STATE:\n(holding b1"]))
-        applicable = task.applicable(state)
-        inapplicable = sorted(set(range(len(task.actions))) - set(applicable))
+        valid, excluded = task.applicable(state), {task.action_id(a) for a in r.exclude_actions}
+        applicable = [a for a in valid if a not in excluded]
+        inapplicable = sorted(set(range(len(task.actions))) - set(valid) - excluded)
         if inapplicable and (not applicable or rng.random() < self.p_bad_action):
             a = rng.choice(inapplicable)
             return Proposal(format_completion(task.actions[a], task.decode(task.apply(state, a))))

@@ -92,9 +92,10 @@ class InstanceContext:
         return atoms.issuperset(self.goal) and not atoms & self.goal_neg
 
     def gen_request(self, state: tuple[str, ...], key: tuple[int, ...], temperature: float,
-                    top_p: float, max_new_tokens: int | None) -> GenRequest:
+                    top_p: float, max_new_tokens: int | None,
+                    exclude_actions: tuple[str, ...] = ()) -> GenRequest:
         return GenRequest(self.id, key, self.goal, state, request_seed(self.seed, self.id, key),
-                          temperature, top_p, max_new_tokens, self.task)
+                          temperature, top_p, max_new_tokens, self.task, exclude_actions)
 
     def verify_request(self, step: StepRecord) -> VerifyRequest:
         return VerifyRequest(self.id, step.key, step.state, step.parsed.action, step.next_state,

@@ -43,6 +43,9 @@ class GenRequest:
     top_p: float = 0.99
     max_new_tokens: int | None = None
     task: GroundTask | None = field(default=None, repr=False, compare=False)
+    # actions the completion must not propose (refused earlier at this state: refine_resume's
+    # exclude_refused); model generators mask them while sampling, symbolic ones skip them
+    exclude_actions: tuple[str, ...] = ()
 
     @property
     def prompt(self) -> str:

@@ -12,12 +12,14 @@ last accepted step::
             if s satisfies the goal: propose plan
             if |plan| = L_max: next episode (max_steps)
             if the budget is spent: stop (budget)
-            step ~ G(goal, s) at temperature min(T + tries * temperature_step, temperature_max)
+            step ~ G(goal, s) at temperature min(T + tries * temperature_step, temperature_max),
+                   never proposing an action in refused (exclude_refused)
             if avoid_revisits and the step's next state is s0 or on the plan: refuse it
             if the step decodes and the feedback accepts it:
-                plan <- plan + [step]; s <- its next state; tries <- 0      (a new checkpoint)
-            else:
+                plan <- plan + [step]; s <- its next state; tries <- 0; refused <- {}
+            else:                                                     (a new checkpoint)
                 tries <- tries + 1; failures <- failures + 1
+                if exclude_refused and the step decodes: refused <- refused + {its action}
                 if failures = max_failures: stop (give up)
                 if tries = reset_after: next episode (rejected: reset to s0)
     no plan (or, with propose_on_failure: last, the last episode's accepted steps)
@@ -51,6 +53,16 @@ Revisits (``planner.avoid_revisits``)
     call (a failed try, ``note: revisit``, ``events["revisits"]``). It compares the generator's
     own states only -- no simulator -- so it is allowed wherever the verifier is: the classical
     search rule of never expanding a state twice on one path.
+
+Refused actions (``planner.exclude_refused``)
+    A verifier is deterministic and a generator that has learned one move for a state proposes
+    it again and again: resampling a refused step then spends the budget on the same refusal.
+    With ``exclude_refused: true`` the actions refused at the current checkpoint (by the
+    feedback, or as revisits) go into the next request's ``exclude_actions``, and the generator
+    samples among the other actions (model generators mask them while decoding,
+    :class:`plansuite.models.inference.ActionExclusion`): the feedback is put into the next try,
+    AdaPlanner's "revise the plan", with no simulator. The list starts empty at every checkpoint
+    and every episode. Seeds and request keys are those of the plain loop.
 
 AdaPlanner's ALFWorld code allows ``NUM_TRY = 6`` plans per task and starts the plan again from
 step 1 after ``NUM_TRY_RESET = 3`` tries. With one generator call per step the counterparts are
@@ -99,6 +111,7 @@ class RefineResumeSpec(PlannerSpec):
     temperature_step: float = 0.0  # added to the temperature per failed try at the checkpoint
     temperature_max: float = 2.0  # the retry temperature never exceeds this
     avoid_revisits: bool = False  # refuse a step predicting a state already on the episode's path
+    exclude_refused: bool = False  # never propose again an action refused at this checkpoint
 
     def environment_feedback(self) -> bool:
         return self.feedback == "environment"
@@ -184,6 +197,7 @@ def refine_resume(ctx: InstanceContext, spec: RefineResumeSpec) -> LoopCoroutine
         if calls == spec.call_budget:
             break
         state, plan, trace, tries, end = ctx.init, [], [], 0, None
+        refused: list[str] = []  # actions refused at this checkpoint (exclude_refused)
         while end is None:
             if ctx.reached(state):
                 end = End.GOAL
@@ -194,7 +208,7 @@ def refine_resume(ctx: InstanceContext, spec: RefineResumeSpec) -> LoopCoroutine
             else:
                 request = ctx.gen_request(state, request_key(episode, len(plan), tries),
                                           retry_temperature(spec, tries), spec.top_p,
-                                          spec.max_new_tokens)
+                                          spec.max_new_tokens, tuple(refused))
                 [proposal] = yield Need(GENERATE, [request])
                 calls += 1
                 step = decode_step(request.key, state, proposal.text, proposal.n_tokens)
@@ -212,8 +226,10 @@ def refine_resume(ctx: InstanceContext, spec: RefineResumeSpec) -> LoopCoroutine
                     accepted = step if score.accepted else None
                 if accepted is not None:
                     plan.append(accepted)
-                    state, tries = accepted.next_state, 0
+                    state, tries, refused = accepted.next_state, 0, []
                     continue
+                if spec.exclude_refused and step.parsed and step.parsed.action not in refused:
+                    refused.append(step.parsed.action)
                 tries += 1
                 events["failed_tries"] += 1
                 if spec.max_failures is not None and events["failed_tries"] == spec.max_failures:
