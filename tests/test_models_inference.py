@@ -184,6 +184,11 @@ def test_exports_load_with_auto_classes_and_scorer(tmp_path, atom_tok, data_dir)
     alone = [scorer.score([t])[0] for t in texts]  # right padding must not change scores
     assert together == pytest.approx(alone, abs=1e-5)
     assert all(0 <= p <= 1 for p in together)
+    from plansuite.planning.adapters import load_verifier
+    assert load_verifier(str(path)).threshold == 0.42
+    assert load_verifier(str(path), threshold=0.9).threshold == 0.9  # plansuite-eval verifier_threshold=
+    with pytest.raises(ConfigError, match="in \\[0, 1\\]"):
+        load_verifier(str(path), threshold=1.5)
 
 
 def test_bad_exports_fail_with_one_line(tmp_path, gen_export, atom_tok):

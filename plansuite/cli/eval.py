@@ -85,13 +85,15 @@ def run(cfg: DictConfig) -> dict | None:
     check_export_domain("generator", gen_name, domain.name)
     check_export_domain("verifier", ver_name, domain.name)
     generator = load_generator(gen_name, device, synthetic)
-    verifier = load_verifier(ver_name, device)
+    verifier = load_verifier(ver_name, device, cfg.get("verifier_threshold"))
 
     config = OmegaConf.to_container(cfg, resolve=True)
     optimal = (OptimalLengths(path, cfg.optimal.cache_dir, cfg.optimal.time_limit, cfg.optimal.mode)
                if cfg.optimal.enabled else None)
     fingerprint = {"generator": gen_name, "verifier": ver_name, "domain": domain.name,
                    "instances_dir": str(folder.resolve()), "synthetic": synthetic}
+    if cfg.get("verifier_threshold") is not None:  # (absent otherwise: older journals still resume)
+        fingerprint["verifier_threshold"] = float(cfg.verifier_threshold)
 
     def settings(planner: PlannerSpec) -> EvalSettings:
         return EvalSettings(planner, seed=cfg.seed, engine=cfg.engine, batch_size=cfg.batch_size,

@@ -78,14 +78,21 @@ def load_generator(spec: str, device: str = "cpu", synthetic: dict | None = None
     return ModelGenerator(_load(inference.GeneratorPolicy, "generator", path, device))
 
 
-def load_verifier(spec: str, device: str = "cpu") -> Verifier | None:
+def load_verifier(spec: str, device: str = "cpu", threshold: float | None = None) -> Verifier | None:
+    """``threshold`` replaces a verifier export's calibrated threshold (a learned verifier only)."""
+    if threshold is not None and (spec in (None, *VERIFIER_CHOICES) or not 0 <= threshold <= 1):
+        raise ConfigError(f"verifier_threshold={threshold}: give a value in [0, 1] with a learned "
+                          f"verifier export (verifier={spec})")
     if spec in ("none", None):
         return None
     if spec in ("oracle", "oracle_action"):
         return OracleVerifier(check_next_state=spec == "oracle")
     path = _export_dir("verifier", spec, VERIFIER_CHOICES)
     inference = _inference_module("verifier", spec)
-    return ModelVerifier(_load(inference.VerifierScorer, "verifier", path, device))
+    scorer = _load(inference.VerifierScorer, "verifier", path, device)
+    if threshold is not None:
+        scorer.threshold = float(threshold)
+    return ModelVerifier(scorer)
 
 
 def _export_dir(role: str, spec: str, choices: tuple[str, ...]) -> Path:
