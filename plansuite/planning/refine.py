@@ -15,9 +15,9 @@ last accepted step::
             step ~ G(goal, s) at temperature min(T + tries * temperature_step, temperature_max),
                    never proposing an action in refused (exclude_refused)
             if avoid_revisits and the step's next state is s0 or on the plan: refuse it
-            if the step decodes and the feedback accepts it:
+            if the step decodes and the feedback accepts it:            (a new checkpoint)
                 plan <- plan + [step]; s <- its next state; tries <- 0; refused <- {}
-            else:                                                     (a new checkpoint)
+            else:
                 tries <- tries + 1; failures <- failures + 1
                 if exclude_refused and the step decodes: refused <- refused + {its action}
                 if failures = max_failures: stop (give up)
