@@ -39,6 +39,21 @@ PIPELINE_DIR = Path(CONF_DIR) / "pipeline"
 STAGE_FILE = "stage.json"
 
 
+def override_value(value) -> str:
+    """A setting as a Hydra override value, for ``${plansuite.override:${setting}}`` inside a stage argument
+    (a plain ``${setting}`` inside a string renders null as ``None``, which Hydra reads as text).
+
+    >>> override_value(None), override_value(8000), override_value(True)
+    ('null', '8000', 'true')
+    """
+    if value is None:
+        return "null"
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+OmegaConf.register_new_resolver("plansuite.override", override_value, replace=True)
+
+
 @dataclass(frozen=True)
 class Stage:
     name: str  # also its folder under root, e.g. "eval/generator"

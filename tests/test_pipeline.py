@@ -25,6 +25,8 @@ def test_every_stage_of_the_shipped_pipelines_composes(name):
     for stage in stages:
         if stage.module in PRIMARY:  # Hydra apps: the stage's overrides must compose
             args = [a for a in pipeline.command(stage, Path(settings["root"]))[3:] if not a.startswith("-")]
+            # a null setting interpolated into a string is "None": Hydra reads it as text
+            assert not [a for a in args if a.endswith("=None")], stage.name
             with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
                 compose(PRIMARY[stage.module], args)
 
