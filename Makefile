@@ -15,6 +15,7 @@ export TOKENIZERS_PARALLELISM ?= false
 
 DEMO_DIR ?= outputs/demo
 SMOKE_DIR ?= outputs/smoke
+NL2PDDL_DIR ?= outputs/nl2pddl-cpu
 REPRO_DIR ?= outputs/reproduce
 SEED ?= 0
 # the paper's 200 test instances, when ../shared has them (else the dataset's own test split)
@@ -29,10 +30,10 @@ DOMAIN ?= blocksworld
 PAPER_CPU := $(if $(filter blocksworld,$(DOMAIN)),paper_cpu,paper_cpu_$(DOMAIN))
 PAPER_CPU_DIR ?= outputs/$(subst _,-,$(PAPER_CPU))
 
-.PHONY: help install test test-slow smoke lint bench data train-generator train-verifier eval sweep report notebook demo paper-cpu reproduce clean
+.PHONY: help install test test-slow smoke lint bench data train-generator train-verifier eval sweep report notebook demo paper-cpu nl2pddl-cpu reproduce clean
 
 help: ## list the targets
-	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
 
 install: $(VENV)/.installed ## create .venv with torch ($(TORCH_SPEC)) and plansuite[dev] at the tested versions (constraints.txt)
 
@@ -65,6 +66,9 @@ paper-cpu: install ## the paper's benchmark on this CPU (<= 2 h on 2 cores): pap
 	@test -f conf/pipeline/$(PAPER_CPU).yaml || { echo "error: DOMAIN=$(DOMAIN): no conf/pipeline/$(PAPER_CPU).yaml (blocksworld or gripper)" >&2; exit 2; }
 	@test -n "$(PAPER_TEST)" -o "$(DOMAIN)" != blocksworld || echo "warning: ../shared/benchmarks/paper-blocksworld-test not found: evaluating on the dataset's own test split" >&2
 	$(PY) -m plansuite.pipeline $(PAPER_CPU) root=$(PAPER_CPU_DIR) seed=$(SEED) $(if $(and $(PAPER_TEST),$(filter blocksworld,$(DOMAIN))),instances=$(abspath $(PAPER_TEST))) $(ARGS)
+
+nl2pddl-cpu: install ## NL -> PDDL on this CPU (~1 h on 2 cores): data, problem generators (and weaker ones), likelihood critic, repair runs and paired tables, Blocksworld and Gripper
+	$(PY) -m plansuite.pipeline nl2pddl_cpu root=$(NL2PDDL_DIR) seed=$(SEED) $(ARGS)
 
 reproduce: install ## paper scale on a GPU (pretrained gpt2): every table and figure; cached, resumable
 	$(PY) -m plansuite.pipeline reproduce root=$(REPRO_DIR) seed=$(SEED) $(if $(PAPER_TEST),instances=$(abspath $(PAPER_TEST))) $(ARGS)

@@ -292,16 +292,44 @@ def test_likelihood_critic_names_the_section_and_atom_of_its_doubt(generator_exp
     critic = LikelihoodCritic(generator_export[0], threshold=0.01)
     text = "(define (problem p)\n  (:domain d)\n  (:objects b1 b2)\n  (:init (on b1 b2) (clear b1))\n  (:goal (and (on b2 b1))))"
     for needle, kind in (("b2)\n", "object"), ("b2) (clear", "init"), ("b1))))", "goal")):
-        verdict = critic._verdict(text, TokenDoubt(0.001, text.index(needle)))
+        verdict = critic._verdict(text, text, TokenDoubt(0.001, text.index(needle)))
         assert not verdict.accepted and verdict.kind == kind, (needle, verdict)
-    assert "'(on b1 b2)' in :init" in critic._verdict(text, TokenDoubt(0.001, text.index("b2) (clear"))).message
-    assert critic._verdict(text, TokenDoubt(0.5, 3)).accepted
+    assert "'(on b1 b2)' in :init" in critic._verdict(text, text, TokenDoubt(0.001, text.index("b2) (clear"))).message
+    assert critic._verdict(text, text, TokenDoubt(0.5, 3)).accepted
     # the repair keeps the facts before the doubted one and rewrites from it
     from plansuite.nl2pddl.critic import critic_diagnostic
 
-    doubted = critic._verdict(text, TokenDoubt(0.001, text.index("b2) (clear")))
+    doubted = critic._verdict(text, text, TokenDoubt(0.001, text.index("b2) (clear")))
     kept = text[:resample_from(text, [critic_diagnostic(doubted, "generated")])]
     assert kept == text[:text.index("(on b1 b2)")].rstrip()
+
+
+def test_likelihood_critic_judges_the_facts_not_their_order_or_layout(generator_export, data):
+    from plansuite.nl2pddl.likelihood_critic import LikelihoodCritic, atom_lines
+
+    critic = LikelihoodCritic(generator_export[0], threshold=0.5)
+    pair = load_pairs(data, "test")[0]
+    lines = pair.problem.split("\n")
+    spans = atom_lines(lines)
+    assert set(spans) == {"init", "goal"}
+    start, end = spans["init"]
+    shuffled = "\n".join(lines[:start] + lines[start:end][::-1] + lines[end:])
+    one_line = " ".join(line.strip() for line in lines)  # no canonical layout: parsed and rewritten
+    (read, doubt), *others = critic.doubts([pair.description] * 3, [pair.problem, shuffled, one_line])
+    assert all(other == (read, doubt) for other in others)
+    # the reading order is the generator's: each placed fact was its most likely next line
+    assert sorted(read.split("\n")) == sorted(pair.problem.split("\n"))
+    read_lines = read.split("\n")
+    head = "\n".join(read_lines[:start])
+    rest = read_lines[start:end]
+    scores = critic.token_logprobs([pair.description] * len(rest), [f"{head}\n{r}" for r in rest], end=False)
+    totals = [sum(s) for s, _ in scores]
+    assert max(range(len(totals)), key=totals.__getitem__) == 0
+    # a doubted atom is quoted on its line in the candidate as written
+    first_fact = read_lines[start].strip()
+    verdict = critic._verdict(shuffled, read, type(doubt)(0.0, read.index(first_fact, read.index("(:init"))))
+    assert verdict.quote == first_fact and verdict.kind == "init"
+    assert shuffled.split("\n")[verdict.line - 1].strip() == read_lines[start].strip()
 
 
 def test_task_critic_with_the_likelihood_critic_calibrates_on_val(generator_export, data, tmp_path):

@@ -1,4 +1,4 @@
-"""experiments/nl2pddl/paired.py: paired comparison of two scored NL->PDDL runs, or two rounds of one."""
+"""plansuite-nl2pddl task=compare: paired comparison of two scored NL->PDDL runs, or two rounds of one."""
 
 from __future__ import annotations
 
@@ -6,9 +6,6 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-
-REPO = Path(__file__).resolve().parents[1]
-SCRIPT = REPO / "experiments" / "nl2pddl" / "paired.py"
 
 
 def scored(run: Path, rows: list[tuple[str, str, int, bool]]) -> Path:
@@ -21,9 +18,12 @@ def scored(run: Path, rows: list[tuple[str, str, int, bool]]) -> Path:
     return run
 
 
-def paired(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True,
-                          text=True, timeout=60)
+def paired(tmp_path: Path, runs: list[Path], rounds: tuple[int, int] | None = None) -> subprocess.CompletedProcess:
+    args = [f"runs=[{','.join(map(str, runs))}]", f"out_dir={tmp_path / 'cmp'}"]
+    if rounds:
+        args.append(f"rounds=[{rounds[0]},{rounds[1]}]")
+    return subprocess.run([sys.executable, "-m", "plansuite.cli.nl2pddl", "task=compare", *args],
+                          capture_output=True, text=True, timeout=120)
 
 
 def row(out: str, style: str, column: str) -> list[str]:
@@ -36,8 +36,9 @@ def test_two_runs_are_paired_by_item_at_their_final_round(tmp_path):
                                 ("i2", "abstract", 1, True), ("i3", "explicit", 1, True)])
     b = scored(tmp_path / "b", [("i1", "explicit", 1, False), ("i2", "abstract", 1, False),
                                 ("i3", "explicit", 1, True), ("i9", "explicit", 1, True)])
-    out = paired(a, b)
+    out = paired(tmp_path, [a, b])
     assert out.returncode == 0, out.stderr
+    assert (tmp_path / "cmp" / "compare.md").read_text().endswith(out.stdout.split("\n", 1)[1])
     n, _, rate_a, rate_b, delta, _ = row(out.stdout, "all", "semantic")
     assert (n, rate_a, rate_b, delta) == ("3", "1.000", "0.333", "+0.667")  # i9 is unpaired
     assert row(out.stdout, "explicit", "semantic")[:4] == ["2", "semantic", "1.000", "0.500"]
@@ -46,9 +47,9 @@ def test_two_runs_are_paired_by_item_at_their_final_round(tmp_path):
 def test_two_rounds_of_one_run_and_bad_input_is_one_error_line(tmp_path):
     run = scored(tmp_path / "r", [("i1", "explicit", 1, False), ("i1", "explicit", 2, True),
                                   ("i2", "explicit", 1, True)])
-    out = paired(run, "--rounds", 2, 1)
+    out = paired(tmp_path, [run], rounds=(2, 1))
     _, _, rate_a, rate_b, delta, interval = row(out.stdout, "all", "semantic")
     assert (rate_a, rate_b, delta) == ("1.000", "0.500", "+0.500") and interval.startswith("[")
-    missing = paired(tmp_path / "nowhere", run)
-    assert missing.returncode == 2 and missing.stderr.startswith("error:")
-    assert len(missing.stderr.strip().splitlines()) == 1 and "Traceback" not in missing.stderr
+    for bad in (paired(tmp_path, [tmp_path / "nowhere", run]), paired(tmp_path, [run])):
+        assert bad.returncode != 0 and "Traceback" not in bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1, bad.stderr

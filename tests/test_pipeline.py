@@ -15,10 +15,11 @@ from plansuite import pipeline
 from plansuite.cli import CONF_DIR
 
 REPO = Path(__file__).resolve().parents[1]
-PRIMARY = {"plansuite.cli.data": "data", "plansuite.cli.train": "train", "plansuite.cli.eval": "eval"}
+PRIMARY = {"plansuite.cli.data": "data", "plansuite.cli.train": "train", "plansuite.cli.eval": "eval",
+           "plansuite.cli.nl2pddl": "nl2pddl"}
 
 
-@pytest.mark.parametrize("name", ["demo", "smoke", "reproduce", "paper_cpu", "paper_cpu_gripper"])
+@pytest.mark.parametrize("name", ["demo", "smoke", "reproduce", "paper_cpu", "paper_cpu_gripper", "nl2pddl_cpu"])
 def test_every_stage_of_the_shipped_pipelines_composes(name):
     settings, stages = pipeline.load_pipeline(name, [])
     assert {"root", "seed"} <= set(settings)
@@ -150,7 +151,7 @@ def test_paper_cpu_pipeline_runs_on_gripper_at_toy_scale(tmp_path):
 
 
 def test_make_lists_and_dry_runs_every_target():
-    targets = ["install", "demo", "test", "test-slow", "smoke", "lint", "bench", "data", "train-generator", "train-verifier", "eval", "sweep", "report", "reproduce", "clean"]
+    targets = ["install", "demo", "test", "test-slow", "smoke", "lint", "bench", "data", "train-generator", "train-verifier", "eval", "sweep", "report", "reproduce", "nl2pddl-cpu", "clean"]
     listed = subprocess.run(["make", "help"], capture_output=True, text=True, cwd=REPO).stdout
     for target in targets:
         assert f" {target} " in listed.replace("\x1b[36m", " ").replace("\x1b[0m", " ")

@@ -4,7 +4,8 @@
 repair loop over a split with the configured backend (``backend=local|openai``) and critic
 (``critic=learned``, or none) and then scores it offline; ``task=score`` re-scores an existing run
 directory; ``task=critic`` measures a critic's accuracy on a split's critic examples (reference
-problems and their corruptions), overall and per kind. See ``conf/nl2pddl.yaml``.
+problems and their corruptions), overall and per kind; ``task=compare`` pairs two scored runs (or
+two rounds of one) item by item (:mod:`plansuite.nl2pddl.paired_runs`). See ``conf/nl2pddl.yaml``.
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ from plansuite.nl2pddl.experiment import METRICS_MD, run_repair, score_run
 from plansuite.nl2pddl.problem_checks import OperationalChecker
 from plansuite.pddl.parse import load_domain
 
-TASKS = ("data", "repair", "score", "critic")
+TASKS = ("data", "repair", "score", "critic", "compare")
 REQUIRED_HINTS = {"export": "a plansuite-train export directory", "model": "the model name the server expects"}
 CRITIC_EVAL_JSON, CRITIC_EVAL_MD = "critic_eval.json", "critic_eval.md"
+COMPARE_MD = "compare.md"
 
 
 def _data(cfg: DictConfig) -> dict:
@@ -132,11 +134,35 @@ def _critic(cfg: DictConfig) -> dict:
     return report
 
 
+def _compare(cfg: DictConfig) -> dict:
+    """Two scored runs at their final rounds, or two rounds of one run, paired by item."""
+    from plansuite.nl2pddl.paired_runs import paired_table, scores_at_round
+
+    runs, rounds = list(cfg.get("runs") or []), cfg.get("rounds")
+    if rounds is not None:
+        if len(runs) != 1 or len(rounds) != 2:
+            raise ConfigError("task=compare rounds=[A,B] compares two rounds of one run: give runs=[RUN]")
+        a, b = (scores_at_round(runs[0], int(r)) for r in rounds)
+        title = f"{runs[0]}: round {rounds[0]} (A) vs round {rounds[1]} (B)"
+    elif len(runs) == 2:
+        a, b = scores_at_round(runs[0]), scores_at_round(runs[1])
+        title = f"{runs[0]} (A) vs {runs[1]} (B), final rounds"
+    else:
+        raise ConfigError("task=compare: give runs=[A,B], or runs=[RUN] rounds=[A,B]")
+    text = f"# {title}\n\n" + "\n".join(paired_table(a, b)) + "\n"
+    out_dir = Path(cfg.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / COMPARE_MD).write_text(text)
+    print(text, end="")
+    return {"title": title, "table": text}
+
+
 @friendly_errors
 def run(cfg: DictConfig) -> dict:
     if cfg.task not in TASKS:
         raise ConfigError(f"task={cfg.task}: choose from {', '.join(TASKS)}")
-    return {"data": _data, "repair": _repair, "score": _score, "critic": _critic}[cfg.task](cfg)
+    return {"data": _data, "repair": _repair, "score": _score, "critic": _critic,
+            "compare": _compare}[cfg.task](cfg)
 
 
 @hydra_errors("nl2pddl")

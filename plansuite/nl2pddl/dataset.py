@@ -63,7 +63,7 @@ class NL2PDDLSpec:
     fractions: dict[str, float] = field(default_factory=lambda: {"train": 0.8, "val": 0.1, "test": 0.1})
     critic_positives: int = 1  # matching examples per pair (shuffled / equivalent rewrites)
     critic_negatives: int = 1  # corruptions per pair and mismatch kind
-    target_order: str = "sorted"  # generator targets: sorted (the reference) | description (clause order)
+    target_order: str = "description"  # generator targets: description (clause order) | sorted (the reference)
 
 
 @dataclass(frozen=True)

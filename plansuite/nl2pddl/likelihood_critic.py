@@ -8,6 +8,15 @@ rejects a candidate whose least likely token has probability below ``threshold``
 that token is: its section gives the mismatch kind (``object``, ``init``, ``goal``) and the
 message quotes the atom (or object) around it, so a repair knows what to rewrite.
 
+A generator trained on facts in the order a description states them finds a correct problem
+whose facts come in another order (or layout) unlikely too. So the critic first rewrites a
+candidate that parses against the export's domain in the canonical layout
+(:func:`~plansuite.pddl.model.problem_to_pddl`), then puts its ``:init`` and ``:goal`` facts in
+their *reading order* (:meth:`LikelihoodCritic.reading_order`):
+at each line, of the facts not yet placed, the one the generator finds most likely next. The
+verdict is about which facts the problem states, never about how it lists them; a fact no
+clause supports is the one left to be placed where nothing points at it.
+
 Unlike the classifier critic (``critic=learned``, :class:`plansuite.nl2pddl.learned.LearnedCritic`)
 it needs no training of its own: only a threshold, chosen on the held-out corruptions of a
 dataset's ``val`` split (``calibrate_on=DATA_DIR``, the default with ``data_dir`` set) to
@@ -16,6 +25,8 @@ rate, so the three corrupted kinds per match do not push it to reject everything
 the generator's own candidates by what the generator believes; ground truth stays with the
 references (structural and semantic equivalence), never with this score.
 
+>>> atom_lines("  (:init\n    (a)\n    (b)\n  )\n  (:goal (and\n    (c)\n  ))".split("\n"))
+{'init': (1, 3), 'goal': (5, 6)}
 >>> least_likely_span("(:init (on a b) (clear a))", 12)
 '(on a b)'
 >>> least_likely_span("(:objects a b c)", 13)
@@ -30,14 +41,35 @@ from pathlib import Path
 
 import torch
 
-from plansuite.errors import ConfigError
+from plansuite.errors import ConfigError, PlansuiteError
 from plansuite.models.export import load_export
 from plansuite.models.tokenizer import decode, encode, pad_ids
 from plansuite.nl2pddl.critic import CriticVerdict, verdict_label
 from plansuite.nl2pddl.dataset import END, generation_prompt
 from plansuite.nl2pddl.generators import section_starts
+from plansuite.pddl.model import problem_to_pddl
+from plansuite.pddl.parse import load_domain, parse_problem
 
 SECTION_KIND = {"objects": "object", "init": "init", "goal": "goal"}
+SECTION_OPENERS = {"init": "(:init", "goal": "(:goal (and"}
+
+
+def atom_lines(lines: list[str]) -> dict[str, tuple[int, int]]:
+    """Section -> the [start, end) line range of the one-atom lines right after its opener line,
+    for the canonical layout (:func:`~plansuite.pddl.model.problem_to_pddl`, the generator's own);
+    a section written another way is left out (and read as it is written)."""
+    out = {}
+    for section, opener in SECTION_OPENERS.items():
+        starts = [i for i, line in enumerate(lines) if line.strip() == opener]
+        if len(starts) != 1:
+            continue
+        end = start = starts[0] + 1
+        while end < len(lines) and lines[end].strip().startswith("(") and lines[end].strip().endswith(")") \
+                and lines[end].strip().count("(") == 1:
+            end += 1
+        if end > start:
+            out[section] = (start, end)
+    return out
 
 
 @dataclass(frozen=True)
@@ -64,6 +96,18 @@ def least_likely_span(text: str, offset: int) -> str:
     return text[left:right] or text[max(0, offset - 10):offset + 10]
 
 
+def _line_in(text: str, quote: str, section: str | None) -> int | None:
+    """1-based line of ``quote`` in ``text``, in ``section`` if it has one (first such line).
+
+    >>> _line_in("(:init\n  (on a b)\n)\n(:goal (and\n  (on a b)))", "(on a b)", "goal")
+    5
+    """
+    starts = section_starts(text)
+    after = starts.get(section or "", 0)
+    at = text.find(quote, after)
+    return None if at < 0 else text.count("\n", 0, at) + 1
+
+
 def best_threshold(match_scores: list[float], mismatch_scores: list[float]) -> float:
     """The threshold that maximises balanced detection (accept iff score >= threshold).
 
@@ -88,10 +132,12 @@ class LikelihoodCritic:
 
     def __init__(self, export: str | Path, device: str = "cpu", threshold: float | None = None,
                  calibrate_on: str | Path | None = None, calibrate_split: str = "val",
-                 batch_size: int = 16):
+                 calibrate_limit: int | None = None, batch_size: int = 16):
         if not export:
             raise ConfigError("critic=likelihood: critic.export (a problem_generator export) is required")
         self.model, self.tokenizer, self.meta = load_export(export, "problem_generator", device)
+        domain_file = Path(export) / "domain.pddl"
+        self.domain = load_domain(domain_file) if domain_file.is_file() else None
         self.model.eval()
         self.batch_size = batch_size
         self.context = self.model.config.n_positions
@@ -100,29 +146,31 @@ class LikelihoodCritic:
             if not calibrate_on:
                 raise ConfigError("critic=likelihood: set critic.threshold or critic.calibrate_on "
                                   "(a task=data folder whose val critic examples pick it)")
-            self.threshold = self.calibrate(calibrate_on, calibrate_split)
+            self.threshold = self.calibrate(calibrate_on, calibrate_split, calibrate_limit)
         if not 0 < self.threshold <= 1:
             raise ConfigError(f"critic.threshold={self.threshold}: must be in (0, 1]")
 
-    def calibrate(self, data_dir: str | Path, split: str = "val") -> float:
-        """The balanced-detection threshold on ``data_dir``'s ``split`` critic examples."""
+    def calibrate(self, data_dir: str | Path, split: str = "val", limit: int | None = None) -> float:
+        """The balanced-detection threshold on ``data_dir``'s ``split`` critic examples (the
+        first ``limit`` of them: each pair's match and corruptions are consecutive)."""
         from plansuite.nl2pddl.dataset import load_critic_examples
 
-        examples = load_critic_examples(data_dir, split)
+        examples = load_critic_examples(data_dir, split)[:limit]
         if not examples:
             raise ConfigError(f"{data_dir}/critic/{split}.jsonl: no critic examples to calibrate on")
         doubts = self.doubts([e.description for e in examples], [e.problem for e in examples])
-        match = [d.probability for d, e in zip(doubts, examples, strict=True) if e.label == "match"]
-        other = [d.probability for d, e in zip(doubts, examples, strict=True) if e.label != "match"]
+        match = [d.probability for (_, d), e in zip(doubts, examples, strict=True) if e.label == "match"]
+        other = [d.probability for (_, d), e in zip(doubts, examples, strict=True) if e.label != "match"]
         return best_threshold(match, other)
 
     @torch.no_grad()
-    def token_logprobs(self, descriptions: list[str], problems: list[str]) -> list[tuple[list[float], list[int]]]:
-        """Per problem: the log-probability of each token of ``problem + END`` given its
-        description, and each token's character offset in the problem (inputs longer than the
-        context keep their first tokens)."""
+    def token_logprobs(self, descriptions: list[str], problems: list[str],
+                       end: bool = True) -> list[tuple[list[float], list[int]]]:
+        """Per problem: the log-probability of each token of ``problem + END`` (``end=False``:
+        of the problem alone, e.g. a prefix) given its description, and each token's character
+        offset in the problem (inputs longer than the context keep their first tokens)."""
         prompts = encode(self.tokenizer, [generation_prompt(d) for d in descriptions])
-        completions = encode(self.tokenizer, [p + END + "\n" for p in problems])
+        completions = encode(self.tokenizer, [p + (END + "\n" if end else "") for p in problems])
         rows = [((prompt + completion)[:self.context], len(prompt))
                 for prompt, completion in zip(prompts, completions, strict=True)]
         out: list[tuple[list[float], list[int]]] = []
@@ -143,41 +191,75 @@ class LikelihoodCritic:
                 out.append((picked.tolist(), offsets))
         return out
 
-    def doubts(self, descriptions: list[str], problems: list[str]) -> list[TokenDoubt]:
-        """The least likely token of each problem (and of its ``END``) given its description."""
+    def canonical(self, problem: str) -> str:
+        """``problem`` in the canonical layout when it parses against the domain, else as written
+        (what does not parse is for the parse check to report, not for this critic)."""
+        if self.domain is None:
+            return problem
+        try:
+            return problem_to_pddl(parse_problem(problem, self.domain, "<candidate>"), self.domain)
+        except PlansuiteError:
+            return problem
+
+    def reading_order(self, description: str, problem: str) -> str:
+        """``problem`` with the facts of its ``:init`` and ``:goal`` in the order the generator
+        finds most likely: line by line, the remaining fact whose line is most probable next
+        (teacher forcing on what is placed so far). Other lines stay where they are."""
+        lines = problem.split("\n")
+        for start, end in atom_lines(lines).values():
+            remaining, placed = lines[start:end], []
+            while len(remaining) > 1:
+                head = "\n".join(lines[:start] + placed)
+                scored = self.token_logprobs([description] * len(remaining),
+                                             [f"{head}\n{line}" for line in remaining], end=False)
+                totals = [sum(scores) for scores, _ in scored]
+                placed.append(remaining.pop(max(range(len(totals)), key=totals.__getitem__)))
+            lines[start:end] = placed + remaining
+        return "\n".join(lines)
+
+    def doubts(self, descriptions: list[str], problems: list[str]) -> list[tuple[str, TokenDoubt]]:
+        """Each problem in its reading order, and that text's least likely token (or ``END``)
+        given the description."""
         out = []
-        for scores, offsets in self.token_logprobs(descriptions, problems):
+        problems = [self.reading_order(d, self.canonical(p)) for d, p in zip(descriptions, problems, strict=True)]
+        for problem, (scores, offsets) in zip(problems, self.token_logprobs(descriptions, problems), strict=True):
+            # The problem's name carries no meaning: doubts start at the first section.
+            first = min(section_starts(problem).values(), default=0)
+            scores = [s for s, at in zip(scores, offsets, strict=True) if at >= first]
+            offsets = [at for at in offsets if at >= first]
             if not scores:
-                out.append(TokenDoubt(0.0, 0))  # nothing of the problem fits the context
+                out.append((problem, TokenDoubt(0.0, 0)))  # nothing of the problem fits the context
                 continue
             worst = min(range(len(scores)), key=scores.__getitem__)
-            out.append(TokenDoubt(math.exp(scores[worst]), offsets[worst]))
+            out.append((problem, TokenDoubt(math.exp(scores[worst]), offsets[worst])))
         return out
 
-    def _verdict(self, problem: str, doubt: TokenDoubt) -> CriticVerdict:
+    def _verdict(self, problem: str, read: str, doubt: TokenDoubt) -> CriticVerdict:
+        """The verdict on ``problem`` from the doubt found in ``read``, its reading order; a
+        quoted atom's line is its line in ``problem``, where a repair rewrites from."""
         if doubt.probability >= self.threshold:
             return CriticVerdict(True, None, round(doubt.probability, 6))
-        offset = min(doubt.offset, len(problem))
-        starts = section_starts(problem)
+        offset = min(doubt.offset, len(read))
+        starts = section_starts(read)
         before = [name for name, at in starts.items() if at <= offset]
         section = max(before, key=starts.__getitem__) if before else None
         kind = SECTION_KIND.get(section or "")
         quote, line = None, None
-        if offset >= len(problem.rstrip()):
+        if offset >= len(read.rstrip()):
             where = "the end of the problem (something is missing)"
         else:
-            quote = least_likely_span(problem, offset)
-            line = problem.count("\n", 0, offset) + 1
+            quote = least_likely_span(read, offset)
+            line = _line_in(problem, quote, section) or read.count("\n", 0, offset) + 1
             where = f"{quote!r} in :{section or 'problem'}"
         message = (f"the generator, reading the description, finds {where} unlikely "
                    f"(p = {doubt.probability:.2g} < {self.threshold:.2g})")
         return CriticVerdict(False, kind, round(doubt.probability, 6), message, quote, line)
 
     def judge(self, description: str, problem_text: str) -> CriticVerdict:
-        [doubt] = self.doubts([description], [problem_text])
-        return self._verdict(problem_text, doubt)
+        [(read, doubt)] = self.doubts([description], [problem_text])
+        return self._verdict(problem_text, read, doubt)
 
     def predict_examples(self, descriptions: list[str], problems: list[str]) -> list[str]:
         """The label each (description, problem) gets: ``match`` or the suspected kind."""
         doubts = self.doubts(descriptions, problems)
-        return [verdict_label(self._verdict(p, d)) for p, d in zip(problems, doubts, strict=True)]
+        return [verdict_label(self._verdict(p, read, d)) for p, (read, d) in zip(problems, doubts, strict=True)]
