@@ -25,7 +25,7 @@ rate, so the three corrupted kinds per match do not push it to reject everything
 the generator's own candidates by what the generator believes; ground truth stays with the
 references (structural and semantic equivalence), never with this score.
 
->>> atom_lines("  (:init\n    (a)\n    (b)\n  )\n  (:goal (and\n    (c)\n  ))".split("\n"))
+>>> atom_lines("  (:init\\n    (a)\\n    (b)\\n  )\\n  (:goal (and\\n    (c)\\n  ))".split("\\n"))
 {'init': (1, 3), 'goal': (5, 6)}
 >>> least_likely_span("(:init (on a b) (clear a))", 12)
 '(on a b)'
@@ -99,7 +99,7 @@ def least_likely_span(text: str, offset: int) -> str:
 def _line_in(text: str, quote: str, section: str | None) -> int | None:
     """1-based line of ``quote`` in ``text``, in ``section`` if it has one (first such line).
 
-    >>> _line_in("(:init\n  (on a b)\n)\n(:goal (and\n  (on a b)))", "(on a b)", "goal")
+    >>> _line_in("(:init\\n  (on a b)\\n)\\n(:goal (and\\n  (on a b)))", "(on a b)", "goal")
     5
     """
     starts = section_starts(text)
