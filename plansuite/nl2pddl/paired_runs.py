@@ -5,17 +5,16 @@ rounds, e.g. constrained vs. free decoding, or two rounds of one run, e.g. repai
 repair (round 1). Round ``r`` of an item is its last attempt up to ``r``. Only items both sides
 scored are compared, so a shorter run never biases the other's rate. For each column it gives A,
 B, A - B and Newcombe's paired interval (:func:`plansuite.planning.metrics.paired_difference`),
-overall and per description style and domain; ``plansuite-nl2pddl task=compare`` prints and
-writes it.
+overall and per description style; ``plansuite-nl2pddl task=compare`` prints and writes it.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
 
 from plansuite.errors import PlansuiteError
 from plansuite.jsonl import iter_jsonl
+from plansuite.nl2pddl.round_metrics import at_round, attempts_by_item
 from plansuite.planning.metrics import paired_difference
 
 FIELDS = ("parsed", "domain_consistent", "solvable", "success", "structural", "semantic")
@@ -26,14 +25,7 @@ def scores_at_round(run: str | Path, round_: int | None = None) -> dict[str, dic
     path = Path(run) / "scores.jsonl"
     if not path.is_file():
         raise PlansuiteError(f"{path}: missing (score the run first: plansuite-nl2pddl task=score)")
-    by_item: dict[str, list[dict]] = defaultdict(list)
-    for row in iter_jsonl(path):
-        by_item[row["item"]].append(row)
-    out = {}
-    for item, rows in by_item.items():
-        rows.sort(key=lambda r: r["attempt"])
-        out[item] = rows[-1] if round_ is None else rows[min(round_, len(rows)) - 1]
-    return out
+    return {item: at_round(rows, round_) for item, rows in attempts_by_item(iter_jsonl(path)).items()}
 
 
 def paired_table(a: dict[str, dict], b: dict[str, dict], fields: tuple[str, ...] = FIELDS) -> list[str]:

@@ -38,6 +38,26 @@ def _rate(values: list) -> float | None:
     return sum(1 for v in values if v is True) / len(values)
 
 
+def attempts_by_item(scores) -> dict[str, list[dict]]:
+    """item -> its score rows, in attempt order."""
+    by_item: dict[str, list[dict]] = defaultdict(list)
+    for s in scores:
+        by_item[s["item"]].append(s)
+    for attempts in by_item.values():
+        attempts.sort(key=lambda s: s["attempt"])
+    return dict(by_item)
+
+
+def at_round(attempts: list[dict], round_: int | None) -> dict:
+    """An item's candidate after ``round_`` attempts: its last one if the loop stopped earlier
+    (``None``: its final attempt).
+
+    >>> [at_round([{"attempt": 1}, {"attempt": 2}], r)["attempt"] for r in (1, 3, None)]
+    [1, 2, 2]
+    """
+    return attempts[-1] if round_ is None else attempts[min(round_, len(attempts)) - 1]
+
+
 def round_metrics(scores: list[dict], rounds: int | None = None) -> list[dict]:
     """One row per round: the rate of every column, and the gap between success and meaning.
 
@@ -47,15 +67,11 @@ def round_metrics(scores: list[dict], rounds: int | None = None) -> list[dict]:
     >>> [(m["round"], m["success"], m["semantic"], m["success_not_semantic"]) for m in round_metrics(s)]
     [(1, 0.5, 0.0, 0.5), (2, 1.0, 0.5, 0.5)]
     """
-    by_item: dict[str, list[dict]] = defaultdict(list)
-    for s in scores:
-        by_item[s["item"]].append(s)
-    for attempts in by_item.values():
-        attempts.sort(key=lambda s: s["attempt"])
+    by_item = attempts_by_item(scores)
     rounds = rounds or max((len(a) for a in by_item.values()), default=0)
     out = []
     for r in range(1, rounds + 1):
-        current = [attempts[min(r, len(attempts)) - 1] for attempts in by_item.values()]
+        current = [at_round(attempts, r) for attempts in by_item.values()]
         row = {"round": r, "n": len(current)}
         row.update({field: _rate([s.get(field) for s in current]) for _, field in COLUMNS})
         wrong = [_success_but_wrong(s) for s in current]
