@@ -144,6 +144,9 @@ def test_local_backend_generates_and_resamples_only_the_flagged_section(generato
     assert "(:init" in keep and "(:goal" not in keep
     assert retry.startswith(keep) and retry.split() != previous.split()
     assert retry == gen.generate(pair.description, domain_text, feedback)  # seeded by the previous text
+    rewrites = gen.rewrites(pair.description, domain_text, feedback)  # what check_rewrites checks
+    assert rewrites[0] == retry and len({tuple(r.split()) for r in rewrites}) == len(rewrites) <= 2
+    assert all(r.startswith(keep) and r.split() != previous.split() for r in rewrites)
     with pytest.raises(BackendError, match="trained on domain 'blocksworld-4ops'"):
         gen.generate(pair.description, builtin_path("gripper").read_text(), None)
 

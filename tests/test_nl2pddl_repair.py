@@ -91,6 +91,39 @@ def test_success_wins_over_unchanged_and_garbage_is_fed_back(checker):
     assert result.stop == "unchanged" and result.final.report.diagnostics[0].kind == "parse"
 
 
+class RewritingGenerator(ScriptedGenerator):
+    """A backend that offers several rewrites per repair (one scripted list per call)."""
+
+    def __init__(self, first: str, *rewrite_lists: list[str]):
+        super().__init__(first)
+        self.rewrite_lists = list(rewrite_lists)
+
+    def rewrites(self, description, domain_text, feedback):
+        self.calls.append((description, domain_text, feedback))
+        return self.rewrite_lists.pop(0)
+
+
+def test_check_rewrites_keeps_the_first_passing_rewrite(checker):
+    gen = RewritingGenerator(TYPO, [ARITY, NO_ARM, OK, TYPO])
+    result = repair("three blocks", gen, checker, max_attempts=2, check_rewrites=True)
+    assert result.stop == "success" and result.final.text == OK
+    assert [a.checks for a in result.attempts] == [1, 3]  # stops checking at the passing one
+
+
+def test_check_rewrites_without_a_pass_keeps_the_furthest(checker):
+    # ARITY fails domain consistency; NO_ARM is consistent but unsolvable: it got further
+    gen = RewritingGenerator(TYPO, [ARITY, NO_ARM], [])
+    result = repair("three blocks", gen, checker, max_attempts=3, check_rewrites=True)
+    assert result.attempts[1].text == NO_ARM and result.attempts[1].checks == 2
+    assert result.stop == "unchanged" and result.attempts[2].checks == 0  # nothing offered
+
+
+def test_check_rewrites_needs_a_backend_that_offers_them(checker):
+    from plansuite.errors import ConfigError
+    with pytest.raises(ConfigError, match="offers no rewrites"):
+        repair("three blocks", ScriptedGenerator(OK), checker, check_rewrites=True)
+
+
 # ---- the experiment over a dataset ------------------------------------------------------------
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):

@@ -19,7 +19,8 @@
   ``samples`` continuations of that prefix at ``retry_temperature``, seeded by the previous text
   (so runs are reproducible). It returns the first continuation that differs from the previous
   candidate; if all ``samples`` repeat it, it returns the previous candidate, and the loop stops
-  with ``unchanged``.
+  with ``unchanged``. :meth:`LocalGenerator.rewrites` returns all the distinct ones instead, for
+  a loop that checks each (``check_rewrites``, :func:`~plansuite.nl2pddl.repair.repair`).
 
 :class:`LearnedCritic` implements the critic protocol of :mod:`plansuite.nl2pddl.critic` with a
 ``critic`` export: it classifies ``critic_input(description, problem)`` into the labels stored
@@ -119,12 +120,11 @@ class LocalGenerator:
                                     logits_processor=self._processor(domain_text, [prefix] * n))
         return [g.text for g in gens]  # a trailing END is dropped by extract_problem
 
-    def generate(self, description: str, domain_text: str, feedback: Feedback | None) -> str:
+    def rewrites(self, description: str, domain_text: str, feedback: Feedback) -> list[str]:
+        """The distinct candidates, in sampling order, among ``samples`` resampled continuations
+        of the previous candidate's kept prefix that differ from it (see the module docstring)."""
         self._check_domain(domain_text)
         prompt = generation_prompt(description)
-        if feedback is None:
-            [text] = self._complete(prompt, 1, self.temperature, self.seed, domain_text)
-            return extract_problem(text)
         previous = feedback.previous
         prefix = previous[:resample_from(previous, feedback.diagnostics)]
         if len(encode(self.policy.tokenizer, [prompt + prefix])[0]) > self.policy.context - REWRITE_ROOM:
@@ -133,12 +133,21 @@ class LocalGenerator:
                 and self.grammar(domain_text).feed(self.grammar(domain_text).start(), prefix) is None):
             prefix = ""  # written without the constraint: it cannot be continued under it
         seed = self.seed * 1_000_003 + zlib.crc32(previous.encode())  # reproducible, new per attempt
+        out: list[str] = []
         for continuation in self._complete(prompt, self.samples, self.retry_temperature, seed,
                                            domain_text, prefix):
             candidate = extract_problem(prefix + continuation)
-            if candidate.split() != previous.split():
-                return candidate
-        return previous
+            if candidate.split() != previous.split() and all(candidate.split() != c.split() for c in out):
+                out.append(candidate)
+        return out
+
+    def generate(self, description: str, domain_text: str, feedback: Feedback | None) -> str:
+        if feedback is None:
+            self._check_domain(domain_text)
+            [text] = self._complete(generation_prompt(description), 1, self.temperature, self.seed,
+                                    domain_text)
+            return extract_problem(text)
+        return next(iter(self.rewrites(description, domain_text, feedback)), feedback.previous)
 
 
 class LearnedCritic:

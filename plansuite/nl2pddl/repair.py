@@ -7,6 +7,12 @@ Stop rules, checked after every attempt in this order:
   the feedback, so asking again would loop;
 - ``no-feedback``: no diagnostic is actionable (e.g. only a planner timeout);
 - ``max-attempts``: the attempt budget is spent.
+
+With ``check_rewrites`` a backend that offers several rewrites of a rejected candidate
+(``rewrites(description, domain_text, feedback) -> list[str]``, e.g. the local generator's
+resampled continuations) has each of them checked; the attempt keeps the first that passes, else
+the one that gets furthest through the checks (:func:`check_rank`). One attempt then costs up to
+that many checks, and the ground truth stays where it was: the checks, never the backend.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from plansuite.errors import ConfigError
 from plansuite.nl2pddl.generators import Feedback, ProblemGenerator
 from plansuite.nl2pddl.problem_checks import CheckReport, OperationalChecker
 from plansuite.pddl.checks import Diagnostic
@@ -31,10 +38,11 @@ class Attempt:
     report: CheckReport
     feedback: str | None  # the feedback message this attempt answered (None for the first)
     seconds: float
+    checks: int = 1  # candidates checked for this attempt (check_rewrites: up to the rewrites)
 
     def as_dict(self) -> dict:
         return {"attempt": self.number, "text": self.text, "feedback": self.feedback,
-                "seconds": round(self.seconds, 3), **self.report.as_dict()}
+                "seconds": round(self.seconds, 3), "checks": self.checks, **self.report.as_dict()}
 
 
 @dataclass(frozen=True)
@@ -72,24 +80,61 @@ def _same(a: str, b: str) -> bool:
     return a.split() == b.split()
 
 
+def check_rank(report: CheckReport) -> tuple[bool, int, int]:
+    """How far a candidate got: success first, then the checks it passed, then fewer diagnostics.
+
+    >>> passed = CheckReport(True, True, False, None, True)
+    >>> failed = CheckReport(True, True, False, None, False, (Diagnostic("critic-goal", "c", "goal", ""),))
+    >>> check_rank(passed) > check_rank(failed)
+    True
+    """
+    passed = sum(bool(getattr(report, f)) for f in
+                 ("parsed", "domain_consistent", "solvable", "plan_valid", "critic_accepted"))
+    return report.success, passed, -len(report.diagnostics)
+
+
+def _best_rewrite(description: str, generator, checker: OperationalChecker, feedback: Feedback
+                  ) -> tuple[str, CheckReport | None, int]:
+    """The checked rewrite to keep and how many were checked (the previous text, unchecked, when
+    the backend offers none)."""
+    best: tuple[str, CheckReport] | None = None
+    checks = 0
+    for text in generator.rewrites(description, checker.domain_text, feedback):
+        report = checker.check(text, description)
+        checks += 1
+        if best is None or check_rank(report) > check_rank(best[1]):
+            best = (text, report)
+        if report.success:
+            break
+    return (*best, checks) if best is not None else (feedback.previous, None, 0)
+
+
 def repair(description: str, generator: ProblemGenerator, checker: OperationalChecker,
-           max_attempts: int = 4, on_attempt: Callable[[Attempt, str | None], None] | None = None
-           ) -> RepairResult:
+           max_attempts: int = 4, on_attempt: Callable[[Attempt, str | None], None] | None = None,
+           check_rewrites: bool = False) -> RepairResult:
     """Run the loop for one description; ``on_attempt(attempt, stop_or_None)`` sees each attempt."""
     if max_attempts < 1:
         raise ValueError("max_attempts must be >= 1")
+    if check_rewrites and not callable(getattr(generator, "rewrites", None)):
+        raise ConfigError(f"check_rewrites=true: backend {type(generator).__name__} offers no "
+                          "rewrites(description, domain_text, feedback)")
     attempts: list[Attempt] = []
     feedback: Feedback | None = None
     while True:
         start = time.perf_counter()
-        text = generator.generate(description, checker.domain_text, feedback)
+        report: CheckReport | None = None
+        checks = 0
+        if check_rewrites and feedback is not None:
+            text, report, checks = _best_rewrite(description, generator, checker, feedback)
+        else:
+            text = generator.generate(description, checker.domain_text, feedback)
         previous = attempts[-1] if attempts else None
         if previous is not None and _same(text, previous.text):
             report = previous.report  # same text, same verdict: no need to run the checks again
-        else:
-            report = checker.check(text, description)
+        elif report is None:
+            report, checks = checker.check(text, description), 1
         attempt = Attempt(len(attempts) + 1, text, report, feedback.message if feedback else None,
-                          time.perf_counter() - start)
+                          time.perf_counter() - start, checks)
         attempts.append(attempt)
         feedback = None if report.success else build_feedback(text, report)
         if report.success:
