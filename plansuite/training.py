@@ -111,6 +111,7 @@ class ProblemGeneratorConfig:
     optim: OptimConfig = field(default_factory=_optim(2.0e-3, 100))
     val_greedy: int = 16  # validation pairs decoded greedily and scored against their references
     max_new_tokens: int | None = None  # stored in the export (None: twice the longest problem)
+    abstract_repeat: int = 1  # times each abstract training pair is seen per epoch
     monitor: Monitor = field(default_factory=Monitor)
 
 
@@ -445,7 +446,8 @@ def build_problem_generator(spec: TrainSpec, domain: Domain) -> Built:
     tokenizer = make_text_tokenizer(m.backbone, m.vocab_size, spec.data_dir, m.kind, domain)
     model = make_model(m.backbone, "causal", tokenizer)
     dm = ProblemDataModule(spec.data_dir, tokenizer, model.config.n_positions, m.batch_size,
-                           m.loss_on, m.val_greedy, num_workers=spec.num_workers, seed=spec.seed)
+                           m.loss_on, m.val_greedy, num_workers=spec.num_workers, seed=spec.seed,
+                           abstract_repeat=m.abstract_repeat)
     dm.setup()  # data problems surface now, as one line, before any training
     max_new = m.max_new_tokens or 2 * dm.max_completion
     module = ProblemGeneratorModule(model, tokenizer, domain, m.optim, max_new, spec.record())

@@ -108,6 +108,21 @@ def test_problem_datamodule_masks_the_description_and_ends_with_eos(data):
         small.setup()
 
 
+def test_problem_datamodule_repeats_abstract_pairs_only(data):
+    tok = train_text_tokenizer(text_corpus(data, "problem_generator"), vocab_size=400)
+    pairs = load_pairs(data, "train")
+    abstract = [p for p in pairs if p.style == "abstract"]
+    assert abstract and len(abstract) < len(pairs)
+    dm = ProblemDataModule(data, tok, 512, batch_size=4, greedy_n=3, seed=1, abstract_repeat=3)
+    dm.setup()
+    assert len(dm.train) == len(pairs) + 2 * len(abstract)
+    assert dm.train_counts["abstract"] == 3 * len(abstract)
+    first = tok(abstract[0].prompt, add_special_tokens=False)["input_ids"]
+    assert sum(ids[:len(first)] == first for ids, _ in dm.train) == 3
+    with pytest.raises(ConfigError, match="abstract_repeat=0"):
+        ProblemDataModule(data, tok, 512, abstract_repeat=0)
+
+
 def test_critic_datamodule_labels_every_kind(data):
     tok = train_text_tokenizer(text_corpus(data, "critic"), vocab_size=400)
     dm = CriticDataModule(data, tok, 512, batch_size=8)
