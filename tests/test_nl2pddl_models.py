@@ -320,6 +320,10 @@ def test_likelihood_critic_names_the_section_and_atom_of_its_doubt(generator_exp
     doubted = critic._verdict(text, text, TokenDoubt(0.001, text.index("b2) (clear")))
     kept = text[:resample_from(text, [critic_diagnostic(doubted, "generated")])]
     assert kept == text[:text.index("(on b1 b2)")].rstrip()
+    # a doubted token that opens a line (newline, indent and "(holding") quotes that line's atom
+    lines = "(define (problem p)\n  (:domain d)\n  (:objects b1 b2)\n  (:init\n    (clear b1)\n    (holding b2)\n  )"
+    at_newline = critic._verdict(lines, lines, TokenDoubt(0.001, lines.index("\n    (holding")))
+    assert at_newline.quote == "(holding b2)" and at_newline.line == 6 and at_newline.kind == "init"
 
 
 def test_likelihood_critic_judges_the_facts_not_their_order_or_layout(generator_export, data):

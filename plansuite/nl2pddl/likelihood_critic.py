@@ -240,6 +240,8 @@ class LikelihoodCritic:
         if doubt.probability >= self.threshold:
             return CriticVerdict(True, None, round(doubt.probability, 6))
         offset = min(doubt.offset, len(read))
+        while offset < len(read) and read[offset].isspace():
+            offset += 1  # a token that opens a line starts with its newline: point at its atom
         starts = section_starts(read)
         before = [name for name, at in starts.items() if at <= offset]
         section = max(before, key=starts.__getitem__) if before else None
