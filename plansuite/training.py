@@ -295,6 +295,35 @@ def resolve_resume(ckpt_path: str | None, out_dir: Path) -> str | None:
     return ckpt_path
 
 
+def monitor_better(score: float, than: float, mode: str) -> bool:
+    """Whether a monitored value improves on another.
+
+    >>> monitor_better(0.1, 0.2, "min"), monitor_better(0.1, 0.2, "max")
+    (True, False)
+    """
+    return score < than if mode == "min" else score > than
+
+
+def final_if_better(trainer, module, dm, best_cb, last: Path) -> str | None:
+    """The checkpoint to export: the best validated one, or ``last`` (the finished state) when it
+    was never validated and validates better. A step budget (``trainer.max_steps``) that ends
+    mid-epoch stops after the last epoch's validation: without this the export would be that
+    epoch's weights, and the steps after it -- where the learning rate decays to zero -- lost."""
+    best = best_cb.best_model_path or None
+    if (best is None or trainer.fast_dev_run or not last.is_file()
+            or _checkpoint_step(best) >= trainer.global_step):
+        return best
+    final = trainer.validate(module, datamodule=dm, verbose=False)  # the in-memory, final weights
+    score = final[0].get(best_cb.monitor) if final else None
+    if score is None or best_cb.best_model_score is None:
+        return best
+    if monitor_better(float(score), float(best_cb.best_model_score), best_cb.mode):
+        print(f"[train] final weights (step {trainer.global_step}) validate better than "
+              f"{Path(best).name}: {best_cb.monitor}={float(score):.4g}; exporting them", flush=True)
+        return str(last)
+    return best
+
+
 def _checkpoint_step(path: str) -> int:
     import torch
 
@@ -575,7 +604,7 @@ def train(spec: TrainSpec) -> dict:
         raise PlansuiteError(f"training interrupted; resume with: ckpt_path=last out_dir={out_dir}")
     if not trainer.fast_dev_run:
         trainer.save_checkpoint(out_dir / "checkpoints" / "last.ckpt")  # the finished state
-    best = best_cb.best_model_path or None
+    best = final_if_better(trainer, module, dm, best_cb, out_dir / "checkpoints" / "last.ckpt")
     metrics = trainer.validate(module, datamodule=dm, ckpt_path=best, verbose=False)  # best weights
     if not trainer.is_global_zero:
         return {}

@@ -1,0 +1,42 @@
+"""Which weights a run exports when its step budget ends mid-epoch (after its last validation)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import torch
+
+from plansuite.training import final_if_better
+
+
+class FakeTrainer:
+    def __init__(self, global_step: int, final_loss: float):
+        self.global_step, self.fast_dev_run, self.final_loss = global_step, False, final_loss
+        self.validated = 0
+
+    def validate(self, module, datamodule, verbose):
+        self.validated += 1
+        return [{"val/loss": self.final_loss}]
+
+
+def _setup(tmp_path, best_step: int, best_loss: float):
+    best, last = tmp_path / "best.ckpt", tmp_path / "last.ckpt"
+    torch.save({"global_step": best_step}, best)
+    torch.save({"global_step": 8000}, last)
+    cb = SimpleNamespace(best_model_path=str(best), best_model_score=torch.tensor(best_loss),
+                         monitor="val/loss", mode="min")
+    return cb, best, last
+
+
+def test_unvalidated_final_weights_are_exported_when_they_validate_better(tmp_path):
+    cb, best, last = _setup(tmp_path, 4127, 0.06)
+    trainer = FakeTrainer(8000, final_loss=0.01)
+    assert final_if_better(trainer, None, None, cb, last) == str(last) and trainer.validated == 1
+
+
+def test_the_best_checkpoint_stays_when_the_final_weights_are_worse_or_were_validated(tmp_path):
+    cb, best, last = _setup(tmp_path, 4127, 0.06)
+    assert final_if_better(FakeTrainer(8000, final_loss=0.2), None, None, cb, last) == str(best)
+    cb, best, last = _setup(tmp_path, 8000, 0.06)  # the budget ended on a validation
+    trainer = FakeTrainer(8000, final_loss=0.01)
+    assert final_if_better(trainer, None, None, cb, last) == str(best) and trainer.validated == 0
