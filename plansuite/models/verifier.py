@@ -72,8 +72,11 @@ class VerifierModule(L.LightningModule):
         metrics = {"val/threshold": threshold}
         for name, report in self.reports.items():
             metrics.update({f"val/{name}/{k}": float(v) for k, v in report.items()})
-        if self.calibrate_on in self.reports:
-            metrics["val/auroc"] = self.reports[self.calibrate_on]["auroc"]
+        # the monitored metric exists every epoch: a calibration set with no examples this time
+        # (e.g. on-policy samples a tiny generator did not produce) scores as uninformative, like
+        # a one-class set does in binary_report
+        metrics["val/auroc"] = (self.reports[self.calibrate_on]["auroc"]
+                                if self.calibrate_on in self.reports else 0.5)
         self.log_dict(metrics, sync_dist=True)
 
     def configure_optimizers(self):
