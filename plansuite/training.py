@@ -304,24 +304,25 @@ def monitor_better(score: float, than: float, mode: str) -> bool:
     return score < than if mode == "min" else score > than
 
 
-def final_if_better(trainer, module, dm, best_cb, last: Path) -> str | None:
-    """The checkpoint to export: the best validated one, or ``last`` (the finished state) when it
-    was never validated and validates better. A step budget (``trainer.max_steps``) that ends
-    mid-epoch stops after the last epoch's validation: without this the export would be that
-    epoch's weights, and the steps after it -- where the learning rate decays to zero -- lost."""
+def final_if_better(trainer, module, dm, best_cb, last: Path) -> tuple[str | None, list | None]:
+    """The checkpoint to export, and its validation metrics when they are already measured: the
+    best validated one (metrics ``None``), or ``last`` (the finished state) when it was never
+    validated and validates better. A step budget (``trainer.max_steps``) that ends mid-epoch
+    stops after the last epoch's validation: without this the export would be that epoch's
+    weights, and the steps after it -- where the learning rate decays to zero -- lost."""
     best = best_cb.best_model_path or None
     if (best is None or trainer.fast_dev_run or not last.is_file()
             or _checkpoint_step(best) >= trainer.global_step):
-        return best
+        return best, None
     final = trainer.validate(module, datamodule=dm, verbose=False)  # the in-memory, final weights
     score = final[0].get(best_cb.monitor) if final else None
     if score is None or best_cb.best_model_score is None:
-        return best
+        return best, None
     if monitor_better(float(score), float(best_cb.best_model_score), best_cb.mode):
         print(f"[train] final weights (step {trainer.global_step}) validate better than "
               f"{Path(best).name}: {best_cb.monitor}={float(score):.4g}; exporting them", flush=True)
-        return str(last)
-    return best
+        return str(last), final
+    return best, None
 
 
 def _checkpoint_step(path: str) -> int:
@@ -604,8 +605,9 @@ def train(spec: TrainSpec) -> dict:
         raise PlansuiteError(f"training interrupted; resume with: ckpt_path=last out_dir={out_dir}")
     if not trainer.fast_dev_run:
         trainer.save_checkpoint(out_dir / "checkpoints" / "last.ckpt")  # the finished state
-    best = final_if_better(trainer, module, dm, best_cb, out_dir / "checkpoints" / "last.ckpt")
-    metrics = trainer.validate(module, datamodule=dm, ckpt_path=best, verbose=False)  # best weights
+    best, metrics = final_if_better(trainer, module, dm, best_cb, out_dir / "checkpoints" / "last.ckpt")
+    if metrics is None:  # the final weights were not the ones chosen (or were never measured)
+        metrics = trainer.validate(module, datamodule=dm, ckpt_path=best, verbose=False)  # best weights
     if not trainer.is_global_zero:
         return {}
     kind = spec.model.kind

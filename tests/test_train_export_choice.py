@@ -31,12 +31,13 @@ def _setup(tmp_path, best_step: int, best_loss: float):
 def test_unvalidated_final_weights_are_exported_when_they_validate_better(tmp_path):
     cb, best, last = _setup(tmp_path, 4127, 0.06)
     trainer = FakeTrainer(8000, final_loss=0.01)
-    assert final_if_better(trainer, None, None, cb, last) == str(last) and trainer.validated == 1
+    assert final_if_better(trainer, None, None, cb, last) == (str(last), [{"val/loss": 0.01}])
+    assert trainer.validated == 1  # those metrics are reused for the export, not measured again
 
 
 def test_the_best_checkpoint_stays_when_the_final_weights_are_worse_or_were_validated(tmp_path):
     cb, best, last = _setup(tmp_path, 4127, 0.06)
-    assert final_if_better(FakeTrainer(8000, final_loss=0.2), None, None, cb, last) == str(best)
+    assert final_if_better(FakeTrainer(8000, final_loss=0.2), None, None, cb, last) == (str(best), None)
     cb, best, last = _setup(tmp_path, 8000, 0.06)  # the budget ended on a validation
     trainer = FakeTrainer(8000, final_loss=0.01)
-    assert final_if_better(trainer, None, None, cb, last) == str(best) and trainer.validated == 0
+    assert final_if_better(trainer, None, None, cb, last) == (str(best), None) and trainer.validated == 0

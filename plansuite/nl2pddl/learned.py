@@ -134,10 +134,12 @@ class LocalGenerator:
             prefix = ""  # written without the constraint: it cannot be continued under it
         seed = self.seed * 1_000_003 + zlib.crc32(previous.encode())  # reproducible, new per attempt
         out: list[str] = []
+        seen = {tuple(previous.split())}  # texts equal up to whitespace count once
         for continuation in self._complete(prompt, self.samples, self.retry_temperature, seed,
                                            domain_text, prefix):
             candidate = extract_problem(prefix + continuation)
-            if candidate.split() != previous.split() and all(candidate.split() != c.split() for c in out):
+            if tuple(candidate.split()) not in seen:
+                seen.add(tuple(candidate.split()))
                 out.append(candidate)
         return out
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from plansuite.errors import ConfigError
 from plansuite.nl2pddl.generators import Feedback, ProblemGenerator
-from plansuite.nl2pddl.problem_checks import CheckReport, OperationalChecker
+from plansuite.nl2pddl.problem_checks import FLAGS, CheckReport, OperationalChecker
 from plansuite.pddl.checks import Diagnostic
 
 STOP_RULES = ("success", "unchanged", "no-feedback", "max-attempts")
@@ -88,8 +88,7 @@ def check_rank(report: CheckReport) -> tuple[bool, int, int]:
     >>> check_rank(passed) > check_rank(failed)
     True
     """
-    passed = sum(bool(getattr(report, f)) for f in
-                 ("parsed", "domain_consistent", "solvable", "plan_valid", "critic_accepted"))
+    passed = sum(bool(getattr(report, f)) for f in FLAGS)
     return report.success, passed, -len(report.diagnostics)
 
 
