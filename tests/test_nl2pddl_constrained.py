@@ -160,15 +160,19 @@ def test_the_local_backend_option_reaches_the_decoder(random_models, tmp_path):
     gen = LocalGenerator.__new__(LocalGenerator)  # the export-free parts: grammar and processor
     gen.policy, gen._grammars, gen._token_texts = random_models["blocksworld"], {}, None
     text = domain_file("blocksworld").read_text()
-    gen.constrained, gen.distinct_atoms = True, False
+    gen.constrained, gen.distinct_atoms, gen.valid_states = True, False, False
     processor = gen._processor(text, [""])
     assert isinstance(processor, ConstrainedProblemDecoding) and not processor.grammar.distinct_atoms
+    assert processor.grammar.world is None
+    gen._grammars, gen.valid_states = {}, "auto"
+    assert gen._processor(text, [""]).grammar.world is not None
     gen.constrained = False
     assert gen._processor(text, [""]) is None
 
 
 def test_no_fact_twice_and_never_a_dead_end():
-    strict, loose = ProblemGrammar(load_builtin("blocksworld")), ProblemGrammar(load_builtin("blocksworld"), False)
+    bw = load_builtin("blocksworld")  # valid_states off: this is about distinct atoms alone
+    strict, loose = ProblemGrammar(bw, valid_states=False), ProblemGrammar(bw, False, valid_states=False)
     head = "(define (problem p) (:domain blocksworld-4ops) (:objects a) (:init (clear a) "
     assert strict.feed(strict.start(), head + "(clear a)") is None
     assert loose.feed(loose.start(), head + "(clear a)") is not None
@@ -179,6 +183,11 @@ def test_no_fact_twice_and_never_a_dead_end():
     assert strict.accepts(strict.feed(state, strict.completion(state)))
     # the goal is a section of its own: a fact of :init may be a goal too
     assert strict.feed(strict.start(), full + ") (:goal (and (clear a) (on a a)") is not None
+    # with valid states the section closes sooner: after a complete state no fact fits
+    valid = ProblemGrammar(bw)
+    state = valid.feed(valid.start(), head + "(on-table a) (arm-empty)")
+    assert state is not None and valid.feed(state, " (") is None
+    assert valid.accepts(valid.feed(state, valid.completion(state)))
 
 
 def test_a_random_model_under_the_constraint_repeats_no_fact(random_models):
@@ -188,3 +197,50 @@ def test_a_random_model_under_the_constraint_repeats_no_fact(random_models):
         init_text = re.split(r"\(\s*:goal", re.split(r"\(\s*:init", text)[1])[0]
         init = [" ".join(a.split()) for a in re.findall(r"\(([^()]*)\)", init_text)]
         assert len(init) == len(set(init)) == len(problem.init), text
+
+
+VALID_STATE_CASES = {  # (objects and earlier facts, a fact no valid state holds with them, one it can)
+    "blocksworld": ("(:objects a b c) (:init (on-table a) (on b a) ", "(holding a)", "(on c b)"),
+    "gripper": ("(:objects ball1 - ball rooma roomb - room left right - gripper) (:init (at ball1 rooma) ",
+                "(at ball1 roomb)", "(at-robby roomb)"),
+}
+
+
+@pytest.mark.parametrize("name", DOMAINS)
+def test_valid_states_forbid_a_fact_no_state_holds_with_the_earlier_ones(name):
+    domain = load_builtin(name)
+    head = f"(define (problem p) (:domain {domain.name}) " + VALID_STATE_CASES[name][0]
+    bad, good = VALID_STATE_CASES[name][1:]
+    strict, loose = ProblemGrammar(domain), ProblemGrammar(domain, valid_states=False)
+    assert strict.world is not None and loose.world is None
+    assert strict.feed(strict.start(), head + bad) is None
+    assert loose.feed(loose.start(), head + bad) is not None
+    assert strict.feed(strict.start(), head + good) is not None
+    # the goal is a section of its own: there the same fact is fine again
+    done = strict.feed(strict.start(), head)
+    assert strict.feed(done, strict.completion(done)[:-3] + f"{bad}))") is not None
+    # and the shortest completion never needs a forbidden fact
+    state = strict.feed(strict.start(), head + good)
+    assert strict.accepts(strict.feed(state, strict.completion(state)))
+
+
+@pytest.mark.parametrize("name", DOMAINS)
+def test_a_random_model_under_valid_states_writes_only_sections_some_state_holds(random_models, name):
+    from plansuite.nl2pddl.worlds import find_state, world_for
+
+    domain = load_builtin(name)
+    texts = generate(random_models[name], name, 6, constrained=True, budget=160)
+    for text in texts:
+        problem = parse_problem(text, domain, check=False)
+        for atoms in (problem.init, problem.goal_pos):  # (objects no state fits allow no fact at all)
+            assert not atoms or find_state(world_for(domain), problem.objects, atoms, ()) is not None, text
+
+
+def test_valid_states_true_needs_a_state_model():
+    from plansuite.pddl.parse import parse_domain
+
+    lamp = parse_domain("(define (domain lamp) (:requirements :strips) (:predicates (lit ?x)) "
+                        "(:action light :parameters (?x) :precondition (and) :effect (lit ?x)))", "lamp.pddl")
+    assert ProblemGrammar(lamp).world is None  # auto: no state model, no such constraint
+    with pytest.raises(ConfigError, match="lamp.pddl: valid_states=true needs a domain with a state model"):
+        ProblemGrammar(lamp, valid_states=True)

@@ -151,3 +151,39 @@ def test_critic_labels_follow_the_dataset_and_reports_cover_the_new_kinds():
     assert report["per_kind"]["duration"] == {"n": 1, "accuracy": 0.0, "detection": 1.0, "precision": None}
     assert report["per_kind"]["match"]["precision"] == 0.5  # one of the two accepted was fluent
     assert list(report["confusion"]["match"]) == list(timed)  # no classical columns
+
+
+def test_the_likelihood_critic_also_reads_a_goal_without_the_facts_it_implies():
+    """A goal completed by implied facts is the same problem: the critic also reads it without
+    its tail facts while the kept ones imply them, never dropping one that is not implied."""
+    from plansuite.nl2pddl.likelihood_critic import LikelihoodCritic
+
+    critic = LikelihoodCritic.__new__(LikelihoodCritic)  # the model-free part: the readings
+    critic.domain = load_builtin("blocksworld")
+    head = ("(define (problem p)\n  (:domain blocksworld-4ops)\n  (:objects a b)\n  (:init\n"
+            "    (on-table a)\n    (on-table b)\n    (clear a)\n    (clear b)\n    (arm-empty)\n  )\n"
+            "  (:goal (and\n")
+    goal = ["(on a b)", "(on-table b)", "(clear a)", "(arm-empty)"]  # two blocks: all from (on a b)
+    read = head + "".join(f"    {g}\n" for g in goal) + "  ))\n)"
+    readings = critic.equivalent_readings(read)
+    assert len(readings) == 4 and readings[0] == read
+    assert [r.count("\n    (") - 5 for r in readings] == [4, 3, 2, 1]
+    assert "(on a b)" in readings[-1] and "(arm-empty)\n  ))" not in readings[-1]
+    # the implied fact first: what follows it is not implied by it, so nothing is dropped
+    swapped = head + "".join(f"    {g}\n" for g in ["(clear a)", "(on a b)"]) + "  ))\n)"
+    assert critic.equivalent_readings(swapped) == [swapped]
+
+
+def test_goal_implication_without_a_state_model_comes_from_the_reachable_states():
+    from plansuite.nl2pddl.likelihood_critic import goal_implied_by
+    from plansuite.pddl.parse import parse_domain
+
+    domain = parse_domain("""(define (domain lamp) (:requirements :strips)
+      (:predicates (off ?x) (on ?x) (done))
+      (:action switch :parameters (?x) :precondition (off ?x) :effect (and (on ?x) (not (off ?x))))
+      (:action finish :parameters (?x) :precondition (on ?x) :effect (done)))""", "lamp.pddl")
+    assert world_for(domain) is None
+    problem = parse_problem("(define (problem p) (:domain lamp) (:objects a) (:init (off a)) "
+                            "(:goal (and (on a) (done))))", domain)
+    assert goal_implied_by(problem, domain, [("done",)])  # done only after a is on
+    assert not goal_implied_by(problem, domain, [("on", "a")])

@@ -16,8 +16,14 @@ type, and an atom closes exactly after its arity. So ``undeclared-object``, ``un
 and every accepted text parses. With ``distinct_atoms`` (the default) an atom cannot be written twice
 in ``:init`` or in the goal: a repeated fact never adds meaning, and a small generator's typical
 content error is to repeat a ``(clear ...)`` instead of writing the fact it left out, so the
-decoder makes it choose another one. A predicate or argument is allowed only while some
-completion of the atom is still new, so the decoder never writes itself into a dead end. Whitespace runs are limited (``MAX_WS``), names to ``MAX_NAME``
+decoder makes it choose another one. With ``valid_states`` (the default where the domain has a
+state model, :func:`~plansuite.nl2pddl.worlds.world_for`: Blocksworld, Gripper) an atom is
+allowed only if some valid state holds it together with the section's atoms so far: no block
+both on the table and in the hand, no two blocks on one, no ball in two rooms. A small
+generator's commonest abstract-scene error is such a state (a goal that "cannot hold in any
+valid state"); the decoder makes it write a fact that fits instead. A predicate or argument is
+allowed only while some completion of the atom is still new (and fits), so the decoder never
+writes itself into a dead end. Whitespace runs are limited (``MAX_WS``), names to ``MAX_NAME``
 characters, and text is lower case (the datasets' convention; PDDL is case-insensitive anyway).
 
 :class:`ConstrainedProblemDecoding` applies the automaton to a tokenizer: per decoding step and
@@ -54,7 +60,8 @@ from functools import lru_cache
 import torch
 
 from plansuite.errors import ConfigError
-from plansuite.pddl.model import ROOT_TYPE, Domain
+from plansuite.nl2pddl.worlds import World, find_state, world_for
+from plansuite.pddl.model import ROOT_TYPE, Atom, Domain
 
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
 WORD_CHARS = NAME_CHARS | {":"}  # keywords (":objects") are words too
@@ -104,12 +111,18 @@ def _is_free_name(word: str) -> bool:
 class ProblemGrammar:
     """The automaton for problems of one STRIPS domain (see the module docstring)."""
 
-    def __init__(self, domain: Domain, distinct_atoms: bool = True):
+    def __init__(self, domain: Domain, distinct_atoms: bool = True, valid_states: bool | str = "auto"):
+        if valid_states not in (True, False, "auto"):
+            raise ConfigError(f"valid_states={valid_states}: choose true, false or auto")
         if domain.level != "classical" or domain.functions:
             raise ConfigError(f"{domain.source}: constrained decoding covers STRIPS domains only "
                               f"('{domain.name}' is {domain.level} or has functions; "
                               "set backend.constrained=false)")
         self.domain, self.distinct_atoms = domain, distinct_atoms
+        self.world: World | None = world_for(domain) if valid_states else None
+        if valid_states is True and self.world is None:
+            raise ConfigError(f"{domain.source}: valid_states=true needs a domain with a state model "
+                              "(Blocksworld or Gripper); use auto or false")
         self.typed = ":typing" in domain.requirements
         self.types = sorted({*domain.types, ROOT_TYPE}) if self.typed else []
         self.constants = dict(domain.constants)
@@ -117,6 +130,7 @@ class ProblemGrammar:
         self._words = lru_cache(maxsize=65536)(self._words_uncached)
         self._usable = lru_cache(maxsize=4096)(self._usable_uncached)
         self._rest = lru_cache(maxsize=65536)(self._rest_uncached)
+        self._fitting_atoms = lru_cache(maxsize=65536)(self._fitting_atoms_uncached)
 
     # ---- lexeme level ----------------------------------------------------------------------
     def start(self) -> State:
@@ -138,6 +152,8 @@ class ProblemGrammar:
         Its completions number the product of the remaining arguments' choices; it is closed
         when the section already holds that many atoms with this prefix.
         """
+        if self.world is not None:
+            return any(atom[:len(prefix)] == prefix for atom in self._fitting_atoms(ps.objects, ps.atoms))
         if not self.distinct_atoms:
             return True
         completions = 1
@@ -145,6 +161,22 @@ class ProblemGrammar:
             completions *= len(choices)
         taken = sum(atom[:len(prefix)] == prefix for atom in ps.atoms)
         return taken < completions
+
+    def _fitting_atoms_uncached(self, objects: tuple[tuple[str, str], ...],
+                                atoms: frozenset[tuple[str, ...]]) -> frozenset[Atom]:
+        """The atoms the grammar allows that some valid state holds together with ``atoms``
+        (new ones only, with ``distinct_atoms``)."""
+        assert self.world is not None
+        world_objects = {o: t for o, t in objects if o not in self.constants}
+        out = set()
+        for pred, choices in self._usable(objects).items():
+            for args in _product(choices):
+                atom = (pred, *args)
+                if atom in atoms and self.distinct_atoms:
+                    continue
+                if atom in atoms or find_state(self.world, world_objects, atoms | {atom}, ()) is not None:
+                    out.add(atom)
+        return frozenset(out)
 
     def _open_preds(self, ps: ParseState) -> list[str]:
         return [p for p in self._usable(ps.objects) if self._is_open(ps, (p,))]
@@ -312,6 +344,15 @@ class ProblemGrammar:
             after_word = is_word
             ps = self.lex(ps, lexeme)
         return "".join(out)
+
+
+def _product(choices: tuple[tuple[str, ...], ...]) -> Iterable[tuple[str, ...]]:
+    if not choices:
+        yield ()
+        return
+    for first in choices[0]:
+        for rest in _product(choices[1:]):
+            yield (first, *rest)
 
 
 class _Node:

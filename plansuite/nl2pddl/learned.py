@@ -8,7 +8,8 @@
   :mod:`plansuite.nl2pddl.constrained`): every candidate parses and agrees with the domain's
   predicates, arities, types and the problem's own ``:objects``; ``constrained=False`` decodes
   freely, to measure what the constraint adds; ``distinct_atoms`` (on by default) also forbids
-  writing a fact twice in ``:init`` or the goal;
+  writing a fact twice in ``:init`` or the goal, and ``valid_states`` (``auto``: where the domain
+  has a state model) a fact no valid state holds together with the section's earlier ones;
 - first attempt (``feedback is None``): decode ``DESCRIPTION: ... PROBLEM:`` at ``temperature``
   (0 = greedy, the default);
 - a repair attempt (``feedback`` given): the model was never trained on feedback text, so it
@@ -64,7 +65,8 @@ class LocalGenerator:
     def __init__(self, export: str | Path, device: str = "cpu", temperature: float = 0.0,
                  retry_temperature: float = 0.8, top_p: float = 0.95, samples: int = 4,
                  seed: int = 0, max_new_tokens: int | None = None,
-                 constrained: bool | str = "auto", distinct_atoms: bool = True):
+                 constrained: bool | str = "auto", distinct_atoms: bool = True,
+                 valid_states: bool | str = "auto"):
         if samples < 1:
             raise ConfigError(f"backend.samples={samples}: must be >= 1")
         if constrained not in (True, False, "auto"):
@@ -75,6 +77,9 @@ class LocalGenerator:
         self.temperature, self.retry_temperature, self.top_p = temperature, retry_temperature, top_p
         self.samples, self.seed, self.max_new_tokens = samples, seed, max_new_tokens
         self.constrained, self.distinct_atoms = constrained, distinct_atoms
+        if valid_states not in (True, False, "auto"):
+            raise ConfigError(f"backend.valid_states={valid_states}: choose true, false or auto")
+        self.valid_states = valid_states
         self._grammars: dict[str, ProblemGrammar] = {}
         self._strips: dict[str, bool] = {}  # domain text -> does the grammar cover it
         self._token_texts: list[str] | None = None
@@ -90,7 +95,7 @@ class LocalGenerator:
         """The constraint automaton for ``domain_text`` (parsed once per domain text)."""
         if domain_text not in self._grammars:
             self._grammars[domain_text] = ProblemGrammar(parse_domain(domain_text, "domain.pddl"),
-                                                          self.distinct_atoms)
+                                                          self.distinct_atoms, self.valid_states)
         return self._grammars[domain_text]
 
     def uses_constraint(self, domain_text: str) -> bool:

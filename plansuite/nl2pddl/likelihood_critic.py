@@ -15,7 +15,11 @@ candidate that parses against the export's domain in the canonical layout
 their *reading order* (:meth:`LikelihoodCritic.reading_order`):
 at each line, of the facts not yet placed, the one the generator finds most likely next. The
 verdict is about which facts the problem states, never about how it lists them; a fact no
-clause supports is the one left to be placed where nothing points at it.
+clause supports is the one left to be placed where nothing points at it. For the same reason a
+goal that adds facts its other facts imply (``(clear b1)`` after every block is placed) is read
+without them too (:meth:`LikelihoodCritic.equivalent_readings`), and the critic keeps the
+reading it finds most likely: the generator writes what a description states, and the implied
+facts are not stated.
 
 Unlike the classifier critic (``critic=learned``, :class:`plansuite.nl2pddl.learned.LearnedCritic`)
 it needs no training of its own: only a threshold, chosen on the held-out corruptions of a
@@ -35,6 +39,7 @@ references (structural and semantic equivalence), never with this score.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,8 +51,10 @@ from plansuite.models.export import load_export
 from plansuite.models.tokenizer import decode, encode, pad_ids
 from plansuite.nl2pddl.critic import CriticVerdict, verdict_label
 from plansuite.nl2pddl.dataset import END, generation_prompt
+from plansuite.nl2pddl.general_semantics import complete_goal
 from plansuite.nl2pddl.generators import section_starts
-from plansuite.pddl.model import problem_to_pddl
+from plansuite.nl2pddl.worlds import SearchBudgetExceeded, implied_literals, world_for
+from plansuite.pddl.model import Atom, Domain, Problem, parse_atom_text, problem_to_pddl
 from plansuite.pddl.parse import load_domain, parse_problem
 
 SECTION_KIND = {"objects": "object", "init": "init", "goal": "goal"}
@@ -108,6 +115,24 @@ def _line_in(text: str, quote: str, section: str | None) -> int | None:
     return None if at < 0 else text.count("\n", 0, at) + 1
 
 
+def goal_implied_by(problem: Problem, domain: Domain, atoms: list[Atom]) -> bool:
+    """Do ``atoms`` (with the problem's negative goal) imply every fact of ``problem``'s goal?
+    The Blocksworld / Gripper model when it applies, else the domain-general completion from the
+    problem's initial state; ``False`` when that cannot be decided (state space too large).
+    """
+    world = world_for(domain)
+    if world is not None:
+        try:
+            implied = implied_literals(world, problem.objects, atoms, problem.goal_neg)
+        except SearchBudgetExceeded:
+            return False
+        return implied is not None and problem.goal_pos <= implied[0]
+    completion = complete_goal(dataclasses.replace(problem, goal_pos=frozenset(atoms)), domain)
+    return (completion.exact and completion.goal_pos is not None
+            and {a for a in problem.goal_pos if a in completion.goal_pos or a in problem.init}
+            == set(problem.goal_pos))
+
+
 def best_threshold(match_scores: list[float], mismatch_scores: list[float]) -> float:
     """The threshold that maximises balanced detection (accept iff score >= threshold).
 
@@ -123,6 +148,16 @@ def best_threshold(match_scores: list[float], mismatch_scores: list[float]) -> f
         if rate > best_rate:
             best, best_rate = t, rate
     return best
+
+
+def _least_likely(problem: str, scores: list[float], offsets: list[int]) -> TokenDoubt:
+    # The problem's name carries no meaning: doubts start at the first section.
+    first = min(section_starts(problem).values(), default=0)
+    kept = [(s, at) for s, at in zip(scores, offsets, strict=True) if at >= first]
+    if not kept:
+        return TokenDoubt(0.0, 0)  # nothing of the problem fits the context
+    score, at = min(kept, key=lambda pair: pair[0])
+    return TokenDoubt(math.exp(score), at)
 
 
 class LikelihoodCritic:
@@ -217,22 +252,40 @@ class LikelihoodCritic:
             lines[start:end] = placed + remaining
         return "\n".join(lines)
 
-    def doubts(self, descriptions: list[str], problems: list[str]) -> list[tuple[str, TokenDoubt]]:
-        """Each problem in its reading order, and that text's least likely token (or ``END``)
-        given the description."""
-        out = []
-        problems = [self.reading_order(d, self.canonical(p)) for d, p in zip(descriptions, problems, strict=True)]
-        for problem, (scores, offsets) in zip(problems, self.token_logprobs(descriptions, problems), strict=True):
-            # The problem's name carries no meaning: doubts start at the first section.
-            first = min(section_starts(problem).values(), default=0)
-            scores = [s for s, at in zip(scores, offsets, strict=True) if at >= first]
-            offsets = [at for at in offsets if at >= first]
-            if not scores:
-                out.append((problem, TokenDoubt(0.0, 0)))  # nothing of the problem fits the context
-                continue
-            worst = min(range(len(scores)), key=scores.__getitem__)
-            out.append((problem, TokenDoubt(math.exp(scores[worst]), offsets[worst])))
+    def equivalent_readings(self, read: str) -> list[str]:
+        """``read`` (a problem in its reading order), then the same text with its last goal fact
+        dropped, its last two, ... while the facts kept still imply the whole goal: the same
+        problem, written as a description would state it. The reading order places the facts no
+        clause supports last, so implied facts a rewrite added are at the tail."""
+        lines = read.split("\n")
+        span = atom_lines(lines).get("goal")
+        if self.domain is None or span is None:
+            return [read]
+        try:
+            problem = parse_problem(read, self.domain, "<candidate>")
+        except PlansuiteError:
+            return [read]
+        start, end = span
+        atoms = [parse_atom_text(line) for line in lines[start:end]]
+        out = [read]
+        for keep in range(len(atoms) - 1, 0, -1):  # implication is monotone: stop at the first miss
+            if not goal_implied_by(problem, self.domain, atoms[:keep]):
+                break
+            out.append("\n".join(lines[:start + keep] + lines[end:]))
         return out
+
+    def doubts(self, descriptions: list[str], problems: list[str]) -> list[tuple[str, TokenDoubt]]:
+        """Each problem in its most likely equivalent reading, and that text's least likely token
+        (or ``END``) given the description."""
+        reads = [self.reading_order(d, self.canonical(p)) for d, p in zip(descriptions, problems, strict=True)]
+        variants = [(i, text) for i, read in enumerate(reads) for text in self.equivalent_readings(read)]
+        scored = self.token_logprobs([descriptions[i] for i, _ in variants], [t for _, t in variants])
+        best: dict[int, tuple[str, TokenDoubt]] = {}
+        for (i, text), (scores, offsets) in zip(variants, scored, strict=True):
+            doubt = _least_likely(text, scores, offsets)
+            if i not in best or doubt.probability > best[i][1].probability:
+                best[i] = (text, doubt)
+        return [best[i] for i in range(len(reads))]
 
     def _verdict(self, problem: str, read: str, doubt: TokenDoubt) -> CriticVerdict:
         """The verdict on ``problem`` from the doubt found in ``read``, its reading order; a
