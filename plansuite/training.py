@@ -304,16 +304,20 @@ def monitor_better(score: float, than: float, mode: str) -> bool:
     return score < than if mode == "min" else score > than
 
 
-def final_if_better(trainer, module, dm, best_cb, last: Path) -> tuple[str | None, list | None]:
+def final_if_better(trainer, module, dm, best_cb, last: Path,
+                    validated_step: int = -1) -> tuple[str | None, list | None]:
     """The checkpoint to export, and its validation metrics when they are already measured: the
     best validated one (metrics ``None``), or ``last`` (the finished state) when it was never
     validated and validates better. A step budget (``trainer.max_steps``) that ends mid-epoch
     stops after the last epoch's validation: without this the export would be that epoch's
-    weights, and the steps after it -- where the learning rate decays to zero -- lost."""
+    weights, and the steps after it -- where the learning rate decays to zero -- lost.
+    ``validated_step`` is the step of the latest validation (:class:`LastValidation`); the best
+    checkpoint's own step stands in for it when unknown (-1, a checkpoint from before it)."""
     best = best_cb.best_model_path or None
-    if (best is None or trainer.fast_dev_run or not last.is_file()
-            or _checkpoint_step(best) >= trainer.global_step):
+    if best is None or trainer.fast_dev_run or not last.is_file():
         return best, None
+    if max(validated_step, _checkpoint_step(best)) >= trainer.global_step:
+        return best, None  # the final weights were validated: the best checkpoint is the choice
     final = trainer.validate(module, datamodule=dm, verbose=False)  # the in-memory, final weights
     score = final[0].get(best_cb.monitor) if final else None
     if score is None or best_cb.best_model_score is None:
@@ -553,7 +557,7 @@ def make_trainer(spec: TrainSpec, domain_name: str, dataset: str | None):
     import lightning as L
     from lightning.pytorch.callbacks import ModelCheckpoint
 
-    from plansuite.models.callbacks import ProgressLines, TokensPerSecond
+    from plansuite.models.callbacks import LastValidation, ProgressLines, TokensPerSecond
     from plansuite.models.resumable import ResumeState
 
     m = spec.model
@@ -566,7 +570,7 @@ def make_trainer(spec: TrainSpec, domain_name: str, dataset: str | None):
                               auto_insert_metric_name=False)
     throughput = TokensPerSecond()
     logger = spec.logger(*run_labels(spec, domain_name, dataset)) if spec.logger else False
-    callbacks = [last_cb, best_cb, throughput, ResumeState()]  # a resume goes on where it stopped
+    callbacks = [last_cb, best_cb, throughput, ResumeState(), LastValidation()]  # a resume goes on where it stopped
     bar = bool(spec.trainer.get("enable_progress_bar", True)) and sys.stdout.isatty()
     if not bar:  # a log file: plain lines instead of a redrawn bar
         callbacks.append(ProgressLines(spec.progress_every_n_steps))
@@ -605,7 +609,11 @@ def train(spec: TrainSpec) -> dict:
         raise PlansuiteError(f"training interrupted; resume with: ckpt_path=last out_dir={out_dir}")
     if not trainer.fast_dev_run:
         trainer.save_checkpoint(out_dir / "checkpoints" / "last.ckpt")  # the finished state
-    best, metrics = final_if_better(trainer, module, dm, best_cb, out_dir / "checkpoints" / "last.ckpt")
+    from plansuite.models.callbacks import LastValidation
+
+    validated = next((c.step for c in trainer.callbacks if isinstance(c, LastValidation)), -1)
+    best, metrics = final_if_better(trainer, module, dm, best_cb, out_dir / "checkpoints" / "last.ckpt",
+                                    validated)
     if metrics is None:  # the final weights were not the ones chosen (or were never measured)
         metrics = trainer.validate(module, datamodule=dm, ckpt_path=best, verbose=False)  # best weights
     if not trainer.is_global_zero:

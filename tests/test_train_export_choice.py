@@ -41,3 +41,25 @@ def test_the_best_checkpoint_stays_when_the_final_weights_are_worse_or_were_vali
     cb, best, last = _setup(tmp_path, 8000, 0.06)  # the budget ended on a validation
     trainer = FakeTrainer(8000, final_loss=0.01)
     assert final_if_better(trainer, None, None, cb, last) == (str(best), None) and trainer.validated == 0
+
+
+def test_final_weights_validated_on_an_epoch_boundary_are_not_validated_again(tmp_path):
+    """The budget ended on an epoch's validation that was not the best: the final weights were
+    measured already (and lost), so no second validation runs."""
+    cb, best, last = _setup(tmp_path, 4127, 0.06)
+    trainer = FakeTrainer(8000, final_loss=0.01)
+    assert final_if_better(trainer, None, None, cb, last, validated_step=8000) == (str(best), None)
+    assert trainer.validated == 0
+    assert final_if_better(trainer, None, None, cb, last, validated_step=6000)[0] == str(last)
+
+
+def test_the_latest_validation_step_survives_a_resume():
+    from plansuite.models.callbacks import LastValidation
+
+    cb = LastValidation()
+    cb.on_validation_end(SimpleNamespace(sanity_checking=True, global_step=0), None)
+    assert cb.step == -1  # a sanity check validates nothing trained
+    cb.on_validation_end(SimpleNamespace(sanity_checking=False, global_step=500), None)
+    resumed = LastValidation()
+    resumed.load_state_dict(cb.state_dict())
+    assert resumed.step == 500

@@ -64,3 +64,22 @@ class ProgressLines(L.Callback):
             what = "final validation" if trainer.state.fn == "validate" else "validation"
             print(f"[train] {what} at step {trainer.global_step}: "
                   f"{self._fmt(trainer.callback_metrics, 'val/')}", flush=True)
+
+
+class LastValidation(L.Callback):
+    """The global step of the latest validation run (sanity checks do not count), kept in the
+    checkpoints so a resumed run knows it too: whether the finished weights were ever validated
+    (:func:`plansuite.training.final_if_better`)."""
+
+    def __init__(self):
+        self.step = -1
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        if not trainer.sanity_checking:
+            self.step = trainer.global_step
+
+    def state_dict(self) -> dict:
+        return {"step": self.step}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        self.step = int(state_dict.get("step", -1))
