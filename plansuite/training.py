@@ -112,6 +112,7 @@ class ProblemGeneratorConfig:
     val_greedy: int = 16  # validation pairs decoded greedily and scored against their references
     max_new_tokens: int | None = None  # stored in the export (None: twice the longest problem)
     abstract_repeat: int = 1  # times each abstract training pair is seen per epoch
+    group_by_length: int = 0  # > 1: batches of similar length, sorted within chunks of this many batches
     monitor: Monitor = field(default_factory=Monitor)
 
 
@@ -481,7 +482,7 @@ def build_problem_generator(spec: TrainSpec, domain: Domain) -> Built:
     model = make_model(m.backbone, "causal", tokenizer)
     dm = ProblemDataModule(spec.data_dir, tokenizer, model.config.n_positions, m.batch_size,
                            m.loss_on, m.val_greedy, num_workers=spec.num_workers, seed=spec.seed,
-                           abstract_repeat=m.abstract_repeat)
+                           abstract_repeat=m.abstract_repeat, group_by_length=m.group_by_length)
     dm.setup()  # data problems surface now, as one line, before any training
     max_new = m.max_new_tokens or 2 * dm.max_completion
     module = ProblemGeneratorModule(model, tokenizer, domain, m.optim, max_new, spec.record())
