@@ -207,3 +207,35 @@ def test_round_metrics_carry_the_last_attempt_forward_and_table_renders():
     table = gap_table(rows).splitlines()
     assert len(table) == 2 + 3 and table[2].startswith("| 1 | 2 | 0.500 |")
     assert "n/a" in table[2]  # critic column never measured
+
+
+def test_check_rewrites_in_critic_order_keeps_the_passing_rewrite_the_critic_prefers(checker):
+    """Two rewrites pass the checks; ``rewrite_order=critic`` keeps the one it scores higher
+    (the backend offered it second), ``sampled`` the first offered."""
+    from plansuite.errors import ConfigError
+    from plansuite.nl2pddl.critic import CriticVerdict
+    from plansuite.nl2pddl.problem_checks import OperationalChecker
+
+    liked = OK.replace("(:goal (and", "(:goal (and ")  # the same problem, another text
+
+    class PrefersLiked:
+        def __init__(self):
+            self.calls = 0
+
+        def judge(self, description, text):
+            self.calls += 1
+            return CriticVerdict(True, None, 0.9 if text == liked else 0.5)
+
+    # sampled: the first attempt and OK are judged; critic: the first attempt, then both rewrites
+    # once (the check of the one kept reuses its verdict)
+    for order, kept, calls in (("sampled", OK, 2), ("critic", liked, 3)):
+        critic = PrefersLiked()
+        judged = OperationalChecker(checker.domain_file, critic=critic, planner=checker.planner,
+                                    validator=checker.validator)
+        gen = RewritingGenerator(TYPO, [OK, liked])
+        result = repair("three blocks", gen, judged, max_attempts=2, check_rewrites=True,
+                        rewrite_order=order)
+        assert result.stop == "success" and result.final.text == kept
+        assert critic.calls == calls
+    with pytest.raises(ConfigError, match="rewrite_order='best'"):
+        repair("three blocks", RewritingGenerator(TYPO, [OK]), judged, rewrite_order="best")

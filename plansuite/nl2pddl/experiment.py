@@ -44,7 +44,7 @@ def finished_records(log: Path) -> list[dict]:
 
 def run_repair(pairs: list[Pair], generator: ProblemGenerator, checker: OperationalChecker,
                out_dir: str | Path, max_attempts: int, progress: Callable[[str], None] = print,
-               check_rewrites: bool = False) -> Path:
+               check_rewrites: bool = False, rewrite_order: str = "sampled") -> Path:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     log = out_dir / ATTEMPTS
@@ -62,7 +62,8 @@ def run_repair(pairs: list[Pair], generator: ProblemGenerator, checker: Operatio
                                     "stop": stop}, sort_keys=True) + "\n")
                 f.flush()
 
-            result = repair(pair.description, generator, checker, max_attempts, write, check_rewrites)
+            result = repair(pair.description, generator, checker, max_attempts, write, check_rewrites,
+                            rewrite_order)
             elapsed = time.perf_counter() - start
             progress(f"[nl2pddl] {i}/{len(todo)} {pair.id}: {len(result.attempts)} attempt(s), "
                      f"stop={result.stop} ({elapsed:.0f}s, ETA "

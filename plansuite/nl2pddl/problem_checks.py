@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from plansuite.errors import PDDLError
-from plansuite.nl2pddl.critic import Critic, critic_diagnostic
+from plansuite.nl2pddl.critic import Critic, CriticVerdict, critic_diagnostic
 from plansuite.pddl import fast_downward, planners, val
 from plansuite.pddl.checks import Diagnostic, check_problem
 from plansuite.pddl.parse import load_domain, parse_problem, read_text
@@ -93,6 +93,19 @@ class OperationalChecker:
         self.planner = planner or (lambda d, p: planners.solve(d, p, mode, time_limit,
                                                                domain=self.domain))
         self.validator = validator or val.validate
+        self._verdicts: dict[tuple[str, str], CriticVerdict] = {}
+
+    def judge(self, description: str, text: str) -> CriticVerdict:
+        """The critic's verdict on ``text`` (requires a critic), remembered for the next
+        :meth:`check` of the same text: a repair that orders its rewrites by the critic scores
+        each one first."""
+        assert self.critic is not None
+        key = (description, text)
+        if key not in self._verdicts:
+            if len(self._verdicts) >= 256:
+                self._verdicts.clear()
+            self._verdicts[key] = self.critic.judge(description, text)
+        return self._verdicts[key]
 
     def check(self, text: str, description: str | None = None) -> CheckReport:
         try:
@@ -108,7 +121,7 @@ class OperationalChecker:
             diagnostics += [replace(d, line=section_line(text, d.construct)) for d in found]
         accepted = None
         if self.critic is not None and description is not None:
-            verdict = self.critic.judge(description, text)
+            verdict = self.judge(description, text)
             accepted = verdict.accepted
             if not accepted:
                 d = critic_diagnostic(verdict, self.source)

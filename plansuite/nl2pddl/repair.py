@@ -13,6 +13,9 @@ With ``check_rewrites`` a backend that offers several rewrites of a rejected can
 resampled continuations) has each of them checked; the attempt keeps the first that passes, else
 the one that gets furthest through the checks (:func:`check_rank`). One attempt then costs up to
 that many checks, and the ground truth stays where it was: the checks, never the backend.
+``rewrite_order="critic"`` checks them in the order the critic prefers (its score, highest first),
+so the rewrite kept is the passing one the critic believes most, not the first one sampled: the
+generator + verifier idea, with the critic as verifier. ``"sampled"`` keeps the backend's order.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from plansuite.nl2pddl.problem_checks import FLAGS, CheckReport, OperationalChec
 from plansuite.pddl.checks import Diagnostic
 
 STOP_RULES = ("success", "unchanged", "no-feedback", "max-attempts")
+REWRITE_ORDERS = ("sampled", "critic")
 # nothing in the text to fix (a note accompanies a plan that was found and validated)
 NOT_ACTIONABLE = frozenset({"planner-timeout", "planner-error", "planner-note"})
 
@@ -92,13 +96,26 @@ def check_rank(report: CheckReport) -> tuple[bool, int, int]:
     return report.success, passed, -len(report.diagnostics)
 
 
-def _best_rewrite(description: str, generator, checker: OperationalChecker, feedback: Feedback
-                  ) -> tuple[str, CheckReport | None, int]:
+def critic_order(texts: list[str], scores: list[float | None]) -> list[str]:
+    """``texts`` by descending critic score (unscored last; ties keep their order).
+
+    >>> critic_order(["a", "b", "c", "d"], [0.2, None, 0.9, 0.2])
+    ['c', 'a', 'd', 'b']
+    """
+    ranked = sorted(range(len(texts)), key=lambda i: -scores[i] if scores[i] is not None else float("inf"))
+    return [texts[i] for i in ranked]
+
+
+def _best_rewrite(description: str, generator, checker: OperationalChecker, feedback: Feedback,
+                  order: str = "sampled") -> tuple[str, CheckReport | None, int]:
     """The checked rewrite to keep and how many were checked (the previous text, unchecked, when
     the backend offers none)."""
     best: tuple[str, CheckReport] | None = None
     checks = 0
-    for text in generator.rewrites(description, checker.domain_text, feedback):
+    texts = list(generator.rewrites(description, checker.domain_text, feedback))
+    if order == "critic" and checker.critic is not None and len(texts) > 1:
+        texts = critic_order(texts, [checker.judge(description, t).score for t in texts])
+    for text in texts:
         report = checker.check(text, description)
         checks += 1
         if best is None or check_rank(report) > check_rank(best[1]):
@@ -110,10 +127,12 @@ def _best_rewrite(description: str, generator, checker: OperationalChecker, feed
 
 def repair(description: str, generator: ProblemGenerator, checker: OperationalChecker,
            max_attempts: int = 4, on_attempt: Callable[[Attempt, str | None], None] | None = None,
-           check_rewrites: bool = False) -> RepairResult:
+           check_rewrites: bool = False, rewrite_order: str = "sampled") -> RepairResult:
     """Run the loop for one description; ``on_attempt(attempt, stop_or_None)`` sees each attempt."""
     if max_attempts < 1:
         raise ValueError("max_attempts must be >= 1")
+    if rewrite_order not in REWRITE_ORDERS:
+        raise ConfigError(f"rewrite_order={rewrite_order!r}: choose {' or '.join(REWRITE_ORDERS)}")
     if check_rewrites and not callable(getattr(generator, "rewrites", None)):
         raise ConfigError(f"check_rewrites=true: backend {type(generator).__name__} offers no "
                           "rewrites(description, domain_text, feedback)")
@@ -124,7 +143,7 @@ def repair(description: str, generator: ProblemGenerator, checker: OperationalCh
         report: CheckReport | None = None
         checks = 0
         if check_rewrites and feedback is not None:
-            text, report, checks = _best_rewrite(description, generator, checker, feedback)
+            text, report, checks = _best_rewrite(description, generator, checker, feedback, rewrite_order)
         else:
             text = generator.generate(description, checker.domain_text, feedback)
         previous = attempts[-1] if attempts else None
