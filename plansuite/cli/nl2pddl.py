@@ -92,7 +92,8 @@ def _repair(cfg: DictConfig) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "run.json").write_text(json.dumps(OmegaConf.to_container(cfg, resolve=True), indent=2) + "\n")
     run_repair(pairs, generator, checker, out_dir, cfg.max_attempts,
-               check_rewrites=bool(cfg.check_rewrites), rewrite_order=str(cfg.get("rewrite_order", "sampled")))
+               check_rewrites=bool(cfg.check_rewrites),
+               rewrite_order=str(cfg.get("rewrite_order", "critic")))
     return _score(cfg, pairs)
 
 

@@ -44,7 +44,7 @@ def finished_records(log: Path) -> list[dict]:
 
 def run_repair(pairs: list[Pair], generator: ProblemGenerator, checker: OperationalChecker,
                out_dir: str | Path, max_attempts: int, progress: Callable[[str], None] = print,
-               check_rewrites: bool = False, rewrite_order: str = "sampled") -> Path:
+               check_rewrites: bool = False, rewrite_order: str = "critic") -> Path:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     log = out_dir / ATTEMPTS

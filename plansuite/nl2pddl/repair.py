@@ -107,7 +107,7 @@ def critic_order(texts: list[str], scores: list[float | None]) -> list[str]:
 
 
 def _best_rewrite(description: str, generator, checker: OperationalChecker, feedback: Feedback,
-                  order: str = "sampled") -> tuple[str, CheckReport | None, int]:
+                  order: str = "critic") -> tuple[str, CheckReport | None, int]:
     """The checked rewrite to keep and how many were checked (the previous text, unchecked, when
     the backend offers none)."""
     best: tuple[str, CheckReport] | None = None
@@ -127,7 +127,7 @@ def _best_rewrite(description: str, generator, checker: OperationalChecker, feed
 
 def repair(description: str, generator: ProblemGenerator, checker: OperationalChecker,
            max_attempts: int = 4, on_attempt: Callable[[Attempt, str | None], None] | None = None,
-           check_rewrites: bool = False, rewrite_order: str = "sampled") -> RepairResult:
+           check_rewrites: bool = False, rewrite_order: str = "critic") -> RepairResult:
     """Run the loop for one description; ``on_attempt(attempt, stop_or_None)`` sees each attempt."""
     if max_attempts < 1:
         raise ValueError("max_attempts must be >= 1")
