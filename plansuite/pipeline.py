@@ -11,7 +11,10 @@ its command and of the fingerprints of the stages it reads (``after``). A re-run
 whose fingerprint matches; re-runs a stage that was killed (its CLI resumes: training from
 ``checkpoints/last.ckpt``, evaluation from its journal); and moves a stage whose config changed
 to ``<dir>.stale-<old fingerprint>`` before running it afresh, so no work is ever deleted.
-Stages that depend on a re-run stage change fingerprint too, and re-run.
+Stages that depend on a re-run stage change fingerprint too, and re-run. A started stage leaves
+``<dir>.started`` (its fingerprint) beside its folder until it finishes, so a killed stage is
+resumed only under the same fingerprint: killed, then its upstream re-run, it is stale and starts
+afresh instead of resuming work made from the old upstream.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from plansuite.report.tables import compare, markdown
 
 PIPELINE_DIR = Path(CONF_DIR) / "pipeline"
 STAGE_FILE = "stage.json"
+STARTED_SUFFIX = ".started"  # <stage folder>.started: the fingerprint of a run not yet finished
 
 
 def override_value(value) -> str:
@@ -123,16 +127,33 @@ def fingerprint(stage: Stage, root: Path, upstream: dict[str, str]) -> str:
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def _started_marker(folder: Path) -> Path:
+    return folder.with_name(folder.name + STARTED_SUFFIX)
+
+
+def recorded_fingerprint(folder: Path) -> tuple[str | None, bool]:
+    """(the fingerprint the stage's output was made under, whether that run finished); ``None``
+    when nothing (readable) records it."""
+    for path, finished in ((folder / STAGE_FILE, True), (_started_marker(folder), False)):
+        if path.is_file():
+            try:
+                return json.loads(path.read_text())["fingerprint"], finished
+            except (ValueError, KeyError):
+                return None, finished
+    return None, False
+
+
 def stage_state(folder: Path, fp: str) -> str:
-    """``done`` (same fingerprint), ``stale`` (another config), ``partial`` or ``new``."""
-    marker = folder / STAGE_FILE
-    if marker.is_file():
-        try:
-            old = json.loads(marker.read_text())["fingerprint"]
-        except (ValueError, KeyError):
-            return "partial"
-        return "done" if old == fp else "stale"
-    return "partial" if folder.exists() else "new"
+    """``done`` (same fingerprint), ``stale`` (another config, finished or killed), ``partial``
+    (killed under this config, or unrecorded) or ``new``."""
+    if not folder.exists():
+        return "new"
+    old, finished = recorded_fingerprint(folder)
+    if old is None:
+        return "partial"
+    if old != fp:
+        return "stale"
+    return "done" if finished else "partial"
 
 
 def run_pipeline(settings: dict, stages: list[Stage], dry_run: bool = False,
@@ -181,7 +202,7 @@ def _schedule(todo: list[Stage], root: Path, prints: dict[str, str], states: dic
             pending.remove(stage)
             solo = stage.alone or jobs == 1
             running[stage.name] = (stage, _start(stage, root, states[stage.name], envs[not solo],
-                                                 not solo), time.monotonic())
+                                                 not solo, prints[stage.name]), time.monotonic())
         if failed and not running:
             break
         time.sleep(0.2)
@@ -200,6 +221,7 @@ def _schedule(todo: list[Stage], root: Path, prints: dict[str, str], states: dic
                 {"stage": name, "fingerprint": prints[name], "command": proc.args[1:],
                  "seconds": round(seconds, 1), "finished": time.strftime("%Y-%m-%dT%H:%M:%S")},
                 indent=1) + "\n")
+            _started_marker(folder).unlink(missing_ok=True)
             states[name] = "ran"
             print(f"[pipeline] {name}: finished in {seconds:.0f}s "
                   f"(pipeline {time.monotonic() - started:.0f}s)", flush=True)
@@ -208,14 +230,17 @@ def _schedule(todo: list[Stage], root: Path, prints: dict[str, str], states: dic
                              "command to resume from it")
 
 
-def _start(stage: Stage, root: Path, state: str, env: dict[str, str], prefix: bool):
+def _start(stage: Stage, root: Path, state: str, env: dict[str, str], prefix: bool, fp: str):
     """Launch one stage (after moving a stale output aside); in parallel, its lines are prefixed."""
     folder = root / stage.name
     if state == "stale":
-        old = json.loads((folder / STAGE_FILE).read_text())["fingerprint"]
+        old, finished = recorded_fingerprint(folder)
         aside = folder.with_name(f"{folder.name}.stale-{old}")
         folder.rename(aside)
-        print(f"[pipeline] {stage.name}: config changed; previous output moved to {aside}")
+        killed = "" if finished else " (a killed run's)"
+        print(f"[pipeline] {stage.name}: config changed; previous output{killed} moved to {aside}")
+    folder.parent.mkdir(parents=True, exist_ok=True)  # beside the folder: some CLIs want it absent
+    _started_marker(folder).write_text(json.dumps({"stage": stage.name, "fingerprint": fp}) + "\n")
     print(f"[pipeline] {stage.name}: running", flush=True)
     if not prefix:
         return subprocess.Popen(command(stage, root), env=env)

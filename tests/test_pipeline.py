@@ -88,6 +88,25 @@ def test_stages_are_cached_by_config_and_resume_after_a_kill(tmp_path, capfd, jo
     assert len(aside) == 1 and (aside[0] / "results.json").is_file()
 
 
+def test_a_killed_stage_resumes_only_under_the_config_it_was_started_with(tmp_path, capfd):
+    """Killed, then its config changed: its partial output is moved aside, not resumed from."""
+    settings, stages = _toy(tmp_path)
+    assert pipeline.run_pipeline(settings, stages) == {"data": "ran", "eval/random": "ran"}
+    folder = tmp_path / "run" / "eval" / "random"
+    started = folder.with_name("random" + pipeline.STARTED_SUFFIX)
+    assert not started.exists()  # a finished stage leaves only stage.json
+    old = json.loads((folder / pipeline.STAGE_FILE).read_text())["fingerprint"]
+    (folder / pipeline.STAGE_FILE).unlink()  # killed: what a started stage leaves
+    started.write_text(json.dumps({"stage": "eval/random", "fingerprint": old}))
+    assert pipeline.stage_state(folder, old) == "partial"  # the same config resumes
+    assert pipeline.stage_state(folder, "another") == "stale"
+    settings, stages = _toy(tmp_path, seed=1)
+    assert pipeline.run_pipeline(settings, stages) == {"data": "done", "eval/random": "ran"}
+    assert "(0 already journaled)" in capfd.readouterr().out  # started afresh
+    assert folder.with_name(f"random.stale-{old}").is_dir()
+    assert not started.exists()
+
+
 def test_a_failing_stage_is_one_line_and_keeps_what_is_done(tmp_path):
     spec = tmp_path / "bad.yaml"
     spec.write_text(f"root: {tmp_path}\nseed: 0\nstages:\n"
