@@ -45,8 +45,8 @@ raises :class:`~plansuite.errors.ConfigError` for them.
 >>> head = "(define (problem p) (:domain blocksworld-4ops) (:objects a b) (:init (on a "
 >>> g.feed(g.start(), head + "b)") is not None, g.feed(g.start(), head + "c)"), g.feed(g.start(), head + "b b)")
 (True, None, None)
->>> g.completion(g.feed(g.start(), head))
-'a))(:goal(and)))'
+>>> g.completion(g.feed(g.start(), head))  # (on a a): no valid state holds it
+'b))(:goal(and)))'
 >>> g.feed(g.start(), head + "b) (on a b)") is None  # no fact twice (distinct_atoms=True)
 True
 """
