@@ -248,7 +248,10 @@ def check_resume_settings(spec: TrainSpec) -> None:
     if not path.is_file():
         return  # checkpoints from before this check: nothing to compare with
     old, new = _flat(json.loads(path.read_text())), _flat(result_settings(spec))
-    changed = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+    # A setting added to the code since the run started, left at its default, trains as before.
+    defaults = _flat(json.loads(json.dumps({"model": dataclasses.asdict(type(spec.model)())}, default=str)))
+    changed = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)
+               and not (k not in old and k in defaults and new.get(k) == defaults[k])]
     if changed:
         what = "; ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in changed[:4])
         more = f" (+{len(changed) - 4} more)" if len(changed) > 4 else ""
