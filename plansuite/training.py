@@ -320,7 +320,7 @@ def final_if_better(trainer, module, dm, best_cb, last: Path,
     best = best_cb.best_model_path or None
     if best is None or trainer.fast_dev_run or not last.is_file():
         return best, None
-    if max(validated_step, _checkpoint_step(best)) >= trainer.global_step:
+    if (validated_step if validated_step >= 0 else _checkpoint_step(best)) >= trainer.global_step:
         return best, None  # the final weights were validated: the best checkpoint is the choice
     final = trainer.validate(module, datamodule=dm, verbose=False)  # the in-memory, final weights
     score = final[0].get(best_cb.monitor) if final else None

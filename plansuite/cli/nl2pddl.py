@@ -93,7 +93,7 @@ def _repair(cfg: DictConfig) -> dict:
     (out_dir / "run.json").write_text(json.dumps(OmegaConf.to_container(cfg, resolve=True), indent=2) + "\n")
     run_repair(pairs, generator, checker, out_dir, cfg.max_attempts,
                check_rewrites=bool(cfg.check_rewrites),
-               rewrite_order=str(cfg.get("rewrite_order", "critic")))
+               rewrite_order=str(cfg.rewrite_order))
     return _score(cfg, pairs)
 
 

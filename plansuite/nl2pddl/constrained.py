@@ -53,6 +53,7 @@ True
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -170,7 +171,7 @@ class ProblemGrammar:
         world_objects = {o: t for o, t in objects if o not in self.constants}
         out = set()
         for pred, choices in self._usable(objects).items():
-            for args in _product(choices):
+            for args in itertools.product(*choices):
                 atom = (pred, *args)
                 if atom in atoms and self.distinct_atoms:
                     continue
@@ -344,15 +345,6 @@ class ProblemGrammar:
             after_word = is_word
             ps = self.lex(ps, lexeme)
         return "".join(out)
-
-
-def _product(choices: tuple[tuple[str, ...], ...]) -> Iterable[tuple[str, ...]]:
-    if not choices:
-        yield ()
-        return
-    for first in choices[0]:
-        for rest in _product(choices[1:]):
-            yield (first, *rest)
 
 
 class _Node:
