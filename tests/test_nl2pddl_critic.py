@@ -187,3 +187,20 @@ def test_goal_implication_without_a_state_model_comes_from_the_reachable_states(
                             "(:goal (and (on a) (done))))", domain)
     assert goal_implied_by(problem, domain, [("done",)])  # done only after a is on
     assert not goal_implied_by(problem, domain, [("on", "a")])
+
+
+def test_a_goal_fact_true_initially_is_not_implied_by_the_others():
+    """Without a state model: a fluent goal fact that holds in :init but can be undone is not
+    implied by the rest of the goal (only static facts in :init are)."""
+    from plansuite.nl2pddl.likelihood_critic import goal_implied_by
+    from plansuite.pddl.parse import parse_domain
+
+    domain = parse_domain("""(define (domain lamp) (:requirements :strips)
+      (:predicates (off ?x) (on ?x) (wired ?x))
+      (:action switch :parameters (?x) :precondition (and (off ?x) (wired ?x))
+        :effect (and (on ?x) (not (off ?x)))))""", "lamp.pddl")
+    problem = parse_problem("(define (problem p) (:domain lamp) (:objects a b) "
+                            "(:init (off a) (off b) (wired a) (wired b)) "
+                            "(:goal (and (on a) (off b) (wired a))))", domain)
+    assert not goal_implied_by(problem, domain, [("on", "a")])  # (off b) can be switched away
+    assert goal_implied_by(problem, domain, [("on", "a"), ("off", "b")])  # (wired a): static, in :init

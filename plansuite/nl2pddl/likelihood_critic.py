@@ -56,6 +56,7 @@ from plansuite.nl2pddl.generators import section_starts
 from plansuite.nl2pddl.worlds import SearchBudgetExceeded, implied_literals, world_for
 from plansuite.pddl.model import Atom, Domain, Problem, parse_atom_text, problem_to_pddl
 from plansuite.pddl.parse import load_domain, parse_problem
+from plansuite.pddl.simulator import _static_predicates
 
 SECTION_KIND = {"objects": "object", "init": "init", "goal": "goal"}
 SECTION_OPENERS = {"init": "(:init", "goal": "(:goal (and"}
@@ -128,9 +129,11 @@ def goal_implied_by(problem: Problem, domain: Domain, atoms: list[Atom]) -> bool
             return False
         return implied is not None and problem.goal_pos <= implied[0]
     completion = complete_goal(dataclasses.replace(problem, goal_pos=frozenset(atoms)), domain)
-    return (completion.exact and completion.goal_pos is not None
-            and {a for a in problem.goal_pos if a in completion.goal_pos or a in problem.init}
-            == set(problem.goal_pos))
+    if not completion.exact or completion.goal_pos is None:
+        return False
+    static = _static_predicates(domain)  # left out of a completion: they hold iff in :init
+    return all(a in completion.goal_pos or (a[0] in static and a in problem.init)
+               for a in problem.goal_pos)
 
 
 def best_threshold(match_scores: list[float], mismatch_scores: list[float]) -> float:
