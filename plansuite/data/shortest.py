@@ -15,11 +15,13 @@ or validation instance is dropped (counted in the manifest). Ground truth stays 
 simulator: every plan is replayed by :class:`GroundTask` and must end in the walk's end state,
 or the walk is kept as it was.
 
-Known defect: pymimir's A* breaks ties between equally good plans differently from one process
-to the next (measured: three runs over the same 30 walks, three different plan sets, with the
-same lengths), so ``shortest.jsonl`` is not byte-reproducible, although its plan lengths and
-everything else in the dataset are. A deterministic tie-break (our own search over the bit-set
-simulator, or a canonical pass over pymimir's plan) is still to be written.
+Reproducible: pymimir's *grounded* mode breaks ties between equally short plans differently
+from one process to the next (its ground atoms and actions are ordered by memory address:
+measured, three runs over the same 40 walks gave three plan sets of the same lengths), so the
+search runs in *lifted* mode, whose order comes from the PDDL text alone. Measured on 300 walks
+over 3-8 blocks: the same plans in every process, in either processing order, with one planner
+or a fresh one per walk; the same total length as grounded A* and as A* with h_max (optimal);
+and slightly faster (3 ms per walk). ``test_plans_are_the_same_in_every_process`` keeps it so.
 """
 
 from __future__ import annotations
@@ -82,7 +84,7 @@ class ShortestPaths:
         m = self.mimir
         with _quiet_c_stdout():
             mproblem = m.Problem(self._domain, problem_to_pddl(problem, self.domain),
-                                 mode="grounded")
+                                 mode="lifted")  # deterministic tie-breaks: see the docstring
             result = m.astar_eager(mproblem, mproblem.get_initial_state(), m.FFHeuristic(mproblem),
                                    max_num_states=self.max_states)
         if str(result.status) != "solved":
