@@ -10,8 +10,9 @@ Output directory (written to a temp dir, then renamed — never half-written)::
 ``pairs``: ``{"id", "problem_id", "group", "style": "explicit"|"abstract", "init_scene",
 "goal_scene", "names", "description", "problem", "target"}`` (``problem`` is the reference PDDL
 text, canonical: sorted atoms; ``target`` is what the generator is trained to write, the same
-problem with the atoms of an explicit description in the order it states them when
-``target_order=description``, see :func:`~plansuite.nl2pddl.describe.described_order`).
+problem with the atoms in the order the description states them when ``target_order=description``:
+an explicit description's clauses, :func:`~plansuite.nl2pddl.describe.described_order`; an abstract
+one's scene read tower by tower, :func:`~plansuite.nl2pddl.scenes.scene_order`).
 ``critic``: ``{"id", "pair", "description", "problem", "label": "match"|"object"|"init"|"goal",
 "detail"}``. Splits are by problem *group*: problems identical up to renaming of objects share
 a group (a Weisfeiler-Lehman hash of the semantic graph), so no split sees another's problem
@@ -63,7 +64,8 @@ class NL2PDDLSpec:
     fractions: dict[str, float] = field(default_factory=lambda: {"train": 0.8, "val": 0.1, "test": 0.1})
     critic_positives: int = 1  # matching examples per pair (shuffled / equivalent rewrites)
     critic_negatives: int = 1  # corruptions per pair and mismatch kind
-    target_order: str = "description"  # generator targets: description (clause order) | sorted (the reference)
+    target_order: str = "description"  # generator targets: description (clause order; an abstract
+                                       # scene's reading order) | sorted (the reference)
 
 
 @dataclass(frozen=True)
@@ -241,12 +243,15 @@ def _build_into(tmp: Path, spec: NL2PDDLSpec, domain: Domain, domain_text: str, 
 
 def _target(spec: NL2PDDLSpec, scenario: scenes.Scenario, style: str, description: str,
             reference: str, domain: Domain) -> str:
-    """The generator's target: ``reference`` with the atoms in description order, if asked for."""
+    """The generator's target: ``reference`` with the atoms in the order the description states
+    them, if asked for: an explicit description's clause order, an abstract one's reading order
+    of its scene (:func:`~plansuite.nl2pddl.scenes.scene_order`)."""
     if spec.target_order not in ("description", "sorted"):
         raise ConfigError(f"dataset.target_order={spec.target_order!r}: choose description or sorted")
-    if spec.target_order == "sorted" or style != "explicit" or domain.level != "classical":
+    if spec.target_order == "sorted" or domain.level != "classical":
         return reference
-    order = described_order(scenario, description)
+    order = (described_order(scenario, description) if style == "explicit"
+             else scenes.scene_order(scenario))
     return reference if order is None else reorder_atoms(reference, order)
 
 

@@ -98,6 +98,48 @@ def blocksworld_abstract(domain: Domain, sizes: list[int], rng: random.Random) -
     return out
 
 
+def tower_order(atoms: frozenset[Atom], blocks: list[str]) -> list[Atom]:
+    """A Blocksworld state's facts as a person reads the scene: tower by tower (in the order of
+    their bottom blocks in ``blocks``), each bottom up, then the hand; facts no tower holds last.
+
+    The generator's target for an abstract description ("three towers of two blocks"): sorted
+    atoms scatter one tower over the text (``clear``s first, then every ``on``, then every
+    ``on-table``, and ``b10`` before ``b2``), so a small model has to count across the whole
+    section; in reading order each tower is one run of adjacent lines, the structure the
+    description names.
+
+    >>> state = state_atoms([["b1"], ["b2", "b3"]], None)
+    >>> [" ".join(a) for a in tower_order(state, ["b1", "b2", "b3"])]
+    ['on-table b1', 'clear b1', 'on-table b2', 'on b3 b2', 'clear b3', 'arm-empty']
+    """
+    above = {a[2]: a[1] for a in atoms if a[0] == "on"}
+    order: list[Atom] = []
+    for bottom in blocks:
+        if ("on-table", bottom) not in atoms:
+            continue
+        order.append(("on-table", bottom))
+        top, seen = bottom, {bottom}
+        while top in above and above[top] not in seen:  # `seen`: a cycle of `on` facts ends it
+            order.append(("on", above[top], top))
+            top = above[top]
+            seen.add(top)
+        order.append(("clear", top))
+    order += [a for a in sorted(atoms) if a[0] == "holding"] + [("arm-empty",)]
+    placed = [a for a in order if a in atoms]
+    return placed + sorted(atoms - set(placed))
+
+
+def scene_order(scenario: Scenario) -> dict[str, list[Atom]] | None:
+    """The facts of an abstract scenario's ``:init`` and ``:goal`` in reading order (Blocksworld:
+    :func:`tower_order`); ``None`` where sorted atoms already read that way (Gripper's scenes:
+    ball by ball, then the robot and the grippers)."""
+    if "block" not in scenario.names:
+        return None
+    blocks = list(scenario.problem.objects)
+    return {"init": tower_order(scenario.problem.init, blocks),
+            "goal": tower_order(scenario.problem.goal_pos, blocks)}
+
+
 def blocksworld_random(domain: Domain, rng: random.Random, min_blocks: int, max_blocks: int) -> Scenario:
     """A uniform initial state (maybe holding a block); the goal from another uniform state.
 
