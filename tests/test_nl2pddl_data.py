@@ -18,6 +18,7 @@ from plansuite.domains.blocksworld import state_atoms
 from plansuite.nl2pddl import scenes
 from plansuite.nl2pddl.dataset import (
     NL2PDDLSpec,
+    assign_scene_splits,
     build_nl2pddl,
     group_of,
     load_critic_examples,
@@ -234,3 +235,23 @@ def test_an_interrupted_build_leaves_nothing_behind(tmp_path):
         build_nl2pddl(NL2PDDLSpec(random_problems=5, abstract_sizes=[3]), load_builtin("blocksworld"),
                       "", out, seed=0, progress=die)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_held_out_scenes_are_new_combinations_of_what_training_shows(name):
+    """Every held-out abstract scene: its scene pair keeps at least half its sizes in training,
+    and its mirror (init and goal swapped, same size) is not held out too."""
+    domain = load_builtin(name)
+    sizes = {"blocksworld": [3, 4, 5, 6, 7, 8, 9, 10], "gripper": [2, 3, 4, 5, 6]}[name]
+    found = scenarios(NL2PDDLSpec(**{**SMALL[name], "abstract_sizes": sizes, "random_problems": 0}),
+                      domain, seed=0)
+    scenes_of = {group_of(s, domain): (s.init_scene, s.goal_scene, json.dumps(s.params, sort_keys=True))
+                 for s in found}
+    for seed in range(5):
+        out = assign_scene_splits(scenes_of, {"train": .8, "val": .1, "test": .1}, random.Random(seed))
+        held = {scenes_of[g] for g, split in out.items() if split != "train"}
+        assert len(held) == sum(split != "train" for split in out.values()) >= 4
+        for init, goal, size in held:
+            assert (goal, init, size) not in held
+            family = [g for g, s in scenes_of.items() if s[:2] == (init, goal)]
+            assert 2 * sum(out[g] == "train" for g in family) >= len(family)

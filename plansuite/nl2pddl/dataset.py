@@ -162,6 +162,53 @@ def assign_splits(groups: list[str], fractions: dict[str, float], rng: random.Ra
     return out
 
 
+def assign_scene_splits(scenes_of: dict[str, tuple[str, str, str]], fractions: dict[str, float],
+                        rng: random.Random) -> dict[str, str]:
+    """Split abstract scenes (``group -> (init scene, goal scene, size)``) so that every held-out
+    scene is a new combination of what training shows: a size of a scene pair training has other
+    sizes of, and configurations training has at that size.
+
+    Each family (scene pair) keeps at least half of its sizes in training; the others are
+    candidates, taken one family at a time (families in random order) so the held-out scenes
+    spread over the families: test first, then val, each its fraction of all the groups. A
+    candidate whose mirror (goal and init scenes swapped, same size: a staircase of 6 to the
+    table, and the table to one) is already held out stays in training. A plain shuffle gave val
+    four of the six staircase scenes and training one (2 steps), so the 3-step staircase in test
+    was a shape no training pair showed.
+
+    >>> fams = {f"g{i}": ("on_table", "tower", str(i)) for i in range(6)}
+    >>> fams |= {"s1": ("a", "b", "1"), "s2": ("a", "b", "2"), "m1": ("b", "a", "1")}
+    >>> out = assign_scene_splits(fams, {"train": .6, "val": .2, "test": .2}, random.Random(0))
+    >>> sorted(Counter(out.values()).items())
+    [('test', 2), ('train', 5), ('val', 2)]
+    """
+    total = sum(fractions.get(s, 0.0) for s in SPLITS)
+    quota = {s: round(fractions.get(s, 0.0) / total * len(scenes_of)) for s in ("test", "val")}
+    by_family: dict[tuple[str, str], list[str]] = {}
+    for group in sorted(scenes_of):
+        by_family.setdefault(scenes_of[group][:2], []).append(group)
+    order = sorted(by_family)
+    rng.shuffle(order)
+    candidates: list[list[str]] = []
+    for family in order:
+        members = by_family[family]
+        rng.shuffle(members)
+        candidates.append(members[:len(members) // 2])
+    # Round robin over the families: the first candidate of each, then the second of each, ...
+    queue = [c[i] for i in range(max(map(len, candidates), default=0)) for c in candidates if i < len(c)]
+    out = dict.fromkeys(scenes_of, "train")
+    held: set[tuple[str, str, str]] = set()
+    for split in ("test", "val"):
+        taken = 0
+        while queue and taken < quota[split]:
+            group = queue.pop(0)
+            init, goal, size = scenes_of[group]
+            if (goal, init, size) not in held:
+                out[group], taken = split, taken + 1
+                held.add(scenes_of[group])
+    return out
+
+
 @contextlib.contextmanager
 def atomic_dir(out_dir: Path, overwrite: bool) -> Iterator[Path]:
     """A fresh temp dir beside ``out_dir`` that replaces ``out_dir`` only if the block succeeds."""
@@ -201,11 +248,11 @@ def _build_into(tmp: Path, spec: NL2PDDLSpec, domain: Domain, domain_text: str, 
     (tmp / "domain.pddl").write_text(domain_text)
     found = scenarios(spec, domain, seed)
     groups = [group_of(s, domain) for s in found]
-    split_rng = random.Random(f"{seed}/splits")
-    split_of = {}
-    for abstract in (True, False):
-        split_of.update(assign_splits([g for g, s in zip(groups, found, strict=True) if s.abstract == abstract],
-                                      spec.fractions, split_rng))
+    split_of = assign_splits([g for g, s in zip(groups, found, strict=True) if not s.abstract],
+                             spec.fractions, random.Random(f"{seed}/splits/random"))
+    scenes_of = {g: (s.init_scene, s.goal_scene, json.dumps(s.params, sort_keys=True))
+                 for g, s in zip(groups, found, strict=True) if s.abstract}
+    split_of.update(assign_scene_splits(scenes_of, spec.fractions, random.Random(f"{seed}/splits/abstract")))
     timings = {"scenarios": round(time.perf_counter() - start, 3)}
     counts: dict[str, Counter] = {s: Counter() for s in SPLITS}
     pair_files = {s: _open(tmp / "pairs" / f"{s}.jsonl") for s in SPLITS}
