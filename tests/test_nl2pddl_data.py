@@ -24,6 +24,7 @@ from plansuite.nl2pddl.dataset import (
     load_critic_examples,
     load_pairs,
     scenarios,
+    scene_key,
 )
 from plansuite.nl2pddl.describe import describe, described_order, explicit_clauses, mention
 from plansuite.nl2pddl.equivalence import semantic
@@ -245,8 +246,7 @@ def test_held_out_scenes_are_new_combinations_of_what_training_shows(name):
     sizes = {"blocksworld": [3, 4, 5, 6, 7, 8, 9, 10], "gripper": [2, 3, 4, 5, 6]}[name]
     found = scenarios(NL2PDDLSpec(**{**SMALL[name], "abstract_sizes": sizes, "random_problems": 0}),
                       domain, seed=0)
-    scenes_of = {group_of(s, domain): (s.init_scene, s.goal_scene, json.dumps(s.params, sort_keys=True))
-                 for s in found}
+    scenes_of = {group_of(s, domain): scene_key(s) for s in found}
     for seed in range(5):
         out = assign_scene_splits(scenes_of, {"train": .8, "val": .1, "test": .1}, random.Random(seed))
         held = {scenes_of[g] for g, split in out.items() if split != "train"}

@@ -155,12 +155,11 @@ class OracleGenerator:
         if i % 2 == 0:
             return pair.problem
         p = parse_problem(pair.problem, self.domain)
-        return problem_to_pddl(replace(p, goal_pos=_start_room_goal(pair, self.domain)), self.domain)
+        return problem_to_pddl(replace(p, goal_pos=_start_room_goal(p)), self.domain)
 
 
-def _start_room_goal(pair, domain):
+def _start_room_goal(p):
     """The wrong goal ``OracleGenerator`` writes for odd items: every ball to the robot's room."""
-    p = parse_problem(pair.problem, domain)
     room = next(a[1] for a in p.init if a[0] == "at-robby")
     return frozenset(("at", a[1], room) for a in p.goal_pos if a[0] == "at") or p.goal_pos
 
@@ -171,7 +170,7 @@ def test_run_log_resume_and_scores(data_dir, tmp_path):
     # rewrite is wrong whichever pairs the split put in train.
     def rewrite_is_wrong(pair):
         ref = parse_problem(pair.problem, domain)
-        return semantic(ref, replace(ref, goal_pos=_start_room_goal(pair, domain)), domain).equivalent is False
+        return semantic(ref, replace(ref, goal_pos=_start_room_goal(ref)), domain).equivalent is False
 
     pairs = [p for p in load_pairs(data_dir, "train") if rewrite_is_wrong(p)][:6]
     assert len(pairs) == 6

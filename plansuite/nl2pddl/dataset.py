@@ -162,6 +162,12 @@ def assign_splits(groups: list[str], fractions: dict[str, float], rng: random.Ra
     return out
 
 
+def scene_key(scenario: scenes.Scenario) -> tuple[str, str, str]:
+    """``(init scene, goal scene, size)`` of an abstract scenario, as :func:`assign_scene_splits`
+    reads it (the size: its counts, e.g. ``{"n": 6, "steps": 3}``, as canonical JSON)."""
+    return scenario.init_scene, scenario.goal_scene, json.dumps(scenario.params, sort_keys=True)
+
+
 def assign_scene_splits(scenes_of: dict[str, tuple[str, str, str]], fractions: dict[str, float],
                         rng: random.Random) -> dict[str, str]:
     """Split abstract scenes (``group -> (init scene, goal scene, size)``) so that every held-out
@@ -250,8 +256,7 @@ def _build_into(tmp: Path, spec: NL2PDDLSpec, domain: Domain, domain_text: str, 
     groups = [group_of(s, domain) for s in found]
     split_of = assign_splits([g for g, s in zip(groups, found, strict=True) if not s.abstract],
                              spec.fractions, random.Random(f"{seed}/splits/random"))
-    scenes_of = {g: (s.init_scene, s.goal_scene, json.dumps(s.params, sort_keys=True))
-                 for g, s in zip(groups, found, strict=True) if s.abstract}
+    scenes_of = {g: scene_key(s) for g, s in zip(groups, found, strict=True) if s.abstract}
     split_of.update(assign_scene_splits(scenes_of, spec.fractions, random.Random(f"{seed}/splits/abstract")))
     timings = {"scenarios": round(time.perf_counter() - start, 3)}
     counts: dict[str, Counter] = {s: Counter() for s in SPLITS}
