@@ -26,7 +26,7 @@ from plansuite.nl2pddl.dataset import (
     scenarios,
     scene_key,
 )
-from plansuite.nl2pddl.describe import describe, described_order, explicit_clauses, mention
+from plansuite.nl2pddl.describe import count, describe, described_order, explicit_clauses, listing, mention
 from plansuite.nl2pddl.equivalence import semantic
 from plansuite.nl2pddl.worlds import world_for
 from plansuite.pddl.checks import check_problem
@@ -255,3 +255,54 @@ def test_held_out_scenes_are_new_combinations_of_what_training_shows(name):
             assert (goal, init, size) not in held
             family = [g for g, s in scenes_of.items() if s[:2] == (init, goal)]
             assert 2 * sum(out[g] == "train" for g in family) >= len(family)
+
+
+def test_heights_curriculum_is_training_only_and_leaves_the_other_problems_as_they_were(tmp_path):
+    """Towers of stated heights: never a named scene, always in training, and adding them
+    changes no other problem, description or split (they come last, from a stream of their own)."""
+    domain, name = load_builtin("blocksworld"), "blocksworld"
+    base = NL2PDDLSpec(**{**SMALL[name], "abstract_sizes": [3, 4, 5, 6, 7, 8]})
+    spec = replace(base, heights_problems=40, heights_per_problem=2)
+    outs = {}
+    for label, s in (("base", base), ("heights", spec)):
+        outs[label] = tmp_path / label
+        build_nl2pddl(s, domain, builtin_path(name).read_text(), outs[label], seed=1, progress=lambda _: None)
+    for split in ("val", "test"):
+        assert load_pairs(outs["base"], split) == load_pairs(outs["heights"], split)
+    train = load_pairs(outs["heights"], "train")
+    curriculum = [p for p in train if scenes.HEIGHTS in (p.init_scene, p.goal_scene)]
+    assert len({p.problem_id for p in curriculum}) >= 30  # a few may be dropped as twins
+    assert Counter(p.style for p in curriculum)["abstract"] == 2 * len({p.problem_id for p in curriculum})
+    assert [p for p in train if p not in curriculum] == load_pairs(outs["base"], "train")
+    held_out = {p.group for split in ("val", "test") for p in load_pairs(outs["heights"], split)}
+    assert not held_out & {p.group for p in curriculum}
+    found = scenes.blocksworld_heights(domain, [3, 4, 5, 6, 7, 8], 40, random.Random(0))
+    for s in found:
+        heights = s.params["heights"]
+        assert not scenes.named_heights(heights) and sum(heights) == s.params["n"]
+        tower = s.problem.init if s.init_scene == scenes.HEIGHTS else s.problem.goal_pos
+        assert sum(a[0] == "on-table" for a in tower) == len(heights)
+        assert f" {listing([count(h) for h in heights])} blocks" in describe(s, "abstract", random.Random(0))
+    example = next(p for p in curriculum if p.style == "abstract")
+    assert parse_problem(example.target, domain) == parse_problem(example.problem, domain)
+
+
+def test_the_same_dataset_in_every_process(tmp_path):
+    """Byte-identical pairs and critic examples under two hash seeds: a frozenset iterated into
+    a shuffle made the critic examples' atom order change from process to process."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys; from plansuite.nl2pddl.dataset import NL2PDDLSpec, build_nl2pddl; "
+            "from plansuite.domains import load_builtin, builtin_path; "
+            "build_nl2pddl(NL2PDDLSpec(random_problems=20, abstract_sizes=[3, 4], heights_problems=5), "
+            "load_builtin('blocksworld'), builtin_path('blocksworld').read_text(), sys.argv[1], seed=0, "
+            "progress=lambda _: None)")
+    for hash_seed in ("1", "2"):
+        subprocess.run([sys.executable, "-c", code, str(tmp_path / hash_seed)], check=True,
+                       env={**os.environ, "PYTHONHASHSEED": hash_seed})
+    for part in ("pairs", "critic"):
+        for split in ("train", "val", "test"):
+            name = f"{part}/{split}.jsonl"
+            assert (tmp_path / "1" / name).read_bytes() == (tmp_path / "2" / name).read_bytes(), name

@@ -166,6 +166,26 @@ def test_local_backend_generates_and_resamples_only_the_flagged_section(generato
         gen.generate(pair.description, builtin_path("gripper").read_text(), None)
 
 
+def test_local_backend_patches_the_fact_a_critic_quotes_and_keeps_the_facts_after_it(generator_export, data):
+    export, _ = generator_export
+    domain_text = builtin_path("blocksworld").read_text()
+    pair = load_pairs(data, "test")[0]
+    previous = pair.problem
+    lines = previous.split("\n")
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("(on-table"))
+    doubted = Diagnostic("critic-init", "c", f"init {lines[at].strip()}", "doubt", at + 1)
+    feedback = Feedback(previous, (doubted,), "fix")
+    patched = LocalGenerator(export, seed=0, samples=6).rewrites(pair.description, domain_text, feedback)
+    plain = LocalGenerator(export, seed=0, samples=6, line_patches=False).rewrites(
+        pair.description, domain_text, feedback)
+    patches = [r for r in patched if r not in plain]
+    assert set(plain) <= set(patched) and patches  # the continuations, then the one-line patches
+    for text in patches:  # only the doubted line changed (or went), every other line kept
+        new = text.split("\n")
+        assert new[:at] == lines[:at] and new[-(len(lines) - at - 1):] == lines[at + 1:]
+        assert len(new) in (len(lines), len(lines) - 1) and lines[at] not in new[at:at + 1]
+
+
 def test_local_backend_that_cannot_change_its_answer_ends_the_loop_unchanged(generator_export, data):
     gen = LocalGenerator(generator_export[0])
     bad = "(define (problem p) (:domain blocksworld-4ops) (:objects a) (:init (clear zz)) (:goal (and)))"

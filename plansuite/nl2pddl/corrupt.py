@@ -31,13 +31,15 @@ class Corruption:
 
 
 def shuffled_pddl(problem: Problem, domain: Domain, rng: random.Random) -> str:
-    """PDDL text of ``problem`` with objects and atoms in random order (same problem)."""
+    """PDDL text of ``problem`` with objects and atoms in random order (same problem): a function
+    of ``rng`` alone, so the atoms are sorted before the shuffle (a frozenset of strings iterates
+    in an order that changes with each process's hash seed)."""
     objects = list(problem.objects.items())
     rng.shuffle(objects)
     typed = ":typing" in domain.requirements
     decl = " ".join(f"{o} - {t}" if typed else o for o, t in objects)
-    init = [atom_text(a) for a in problem.init]
-    goal = [atom_text(a) for a in problem.goal_pos] + [f"(not {atom_text(a)})" for a in problem.goal_neg]
+    init = [atom_text(a) for a in sorted(problem.init)]
+    goal = [atom_text(a) for a in sorted(problem.goal_pos)] + [f"(not {atom_text(a)})" for a in sorted(problem.goal_neg)]
     init += [f"(= {term} {number_text(v)})" for term, v in problem.fluents.items()]
     rng.shuffle(init)
     rng.shuffle(goal)

@@ -61,6 +61,9 @@ class NL2PDDLSpec:
     rooms: list[int] = field(default_factory=lambda: [2, 3])  # Gripper only
     explicit_per_problem: int = 1  # explicit descriptions per problem
     abstract_per_problem: int = 1  # abstract descriptions per abstract problem
+    heights_problems: int = 0  # Blocksworld: training-only abstract problems of towers with stated
+                               # heights (scenes.blocksworld_heights), a counting curriculum
+    heights_per_problem: int = 2  # abstract descriptions of each of them
     fractions: dict[str, float] = field(default_factory=lambda: {"train": 0.8, "val": 0.1, "test": 0.1})
     critic_positives: int = 1  # matching examples per pair (shuffled / equivalent rewrites)
     critic_negatives: int = 1  # corruptions per pair and mismatch kind
@@ -118,10 +121,16 @@ class CriticExample:
 # ---- building ---------------------------------------------------------------------------------
 def scenarios(spec: NL2PDDLSpec, domain: Domain, seed: int) -> list[scenes.Scenario]:
     rng = random.Random(f"{seed}/scenes")
+    if spec.heights_problems and spec.domain != "blocksworld":
+        raise ConfigError(f"dataset.heights_problems={spec.heights_problems}: a Blocksworld curriculum "
+                          f"(dataset.domain={spec.domain!r}); set it to 0")
     if spec.domain == "blocksworld":
         out = scenes.blocksworld_abstract(domain, list(spec.abstract_sizes), rng)
         out += [scenes.blocksworld_random(domain, rng, spec.min_objects, spec.max_objects)
                 for _ in range(spec.random_problems)]
+        # last and from a stream of its own: the other problems, their indices and splits stay
+        out += scenes.blocksworld_heights(domain, list(spec.abstract_sizes), spec.heights_problems,
+                                          random.Random(f"{seed}/scenes/heights"))
     elif spec.domain == "gripper":
         out = scenes.gripper_abstract(domain, list(spec.abstract_sizes), list(spec.rooms), rng)
         out += [scenes.gripper_random(domain, rng, spec.min_objects, spec.max_objects, list(spec.rooms))
@@ -254,10 +263,13 @@ def _build_into(tmp: Path, spec: NL2PDDLSpec, domain: Domain, domain_text: str, 
     (tmp / "domain.pddl").write_text(domain_text)
     found = scenarios(spec, domain, seed)
     groups = [group_of(s, domain) for s in found]
+    found, groups = _without_curriculum_twins(found, groups)
     split_of = assign_splits([g for g, s in zip(groups, found, strict=True) if not s.abstract],
                              spec.fractions, random.Random(f"{seed}/splits/random"))
-    scenes_of = {g: scene_key(s) for g, s in zip(groups, found, strict=True) if s.abstract}
+    scenes_of = {g: scene_key(s) for g, s in zip(groups, found, strict=True)
+                 if s.abstract and not s.training_only}
     split_of.update(assign_scene_splits(scenes_of, spec.fractions, random.Random(f"{seed}/splits/abstract")))
+    split_of.update((g, "train") for g, s in zip(groups, found, strict=True) if s.training_only)
     timings = {"scenarios": round(time.perf_counter() - start, 3)}
     counts: dict[str, Counter] = {s: Counter() for s in SPLITS}
     pair_files = {s: _open(tmp / "pairs" / f"{s}.jsonl") for s in SPLITS}
@@ -269,7 +281,8 @@ def _build_into(tmp: Path, spec: NL2PDDLSpec, domain: Domain, domain_text: str, 
             pid = f"p{index:05d}"
             reference = problem_to_pddl(scenario.problem, domain)
             styles = ["explicit"] * spec.explicit_per_problem
-            styles += ["abstract"] * (spec.abstract_per_problem if scenario.abstract else 0)
+            styles += ["abstract"] * (0 if not scenario.abstract else spec.heights_per_problem
+                                      if scenario.training_only else spec.abstract_per_problem)
             for k, style in enumerate(styles):
                 description = _describe(domain)(scenario, style, rng)
                 pair = Pair(f"{pid}-{style[0]}{k}", pid, group, style, scenario.init_scene,
@@ -291,6 +304,15 @@ def _build_into(tmp: Path, spec: NL2PDDLSpec, domain: Domain, domain_text: str, 
             "domain": domain.name, "seed": seed, "spec": asdict(spec),
             "counts": {s: dict(sorted(c.items())) for s, c in counts.items()},
             "groups": dict(Counter(split_of.values())), "timings_s": timings}
+
+
+def _without_curriculum_twins(found: list[scenes.Scenario], groups: list[str]):
+    """``found`` and ``groups`` without the training-only problems that equal another problem up
+    to renaming (group keys are equal for such problems): that problem may be held out, and a
+    twin in training would leak it. They come last, so every other index stays."""
+    others = {g for g, s in zip(groups, found, strict=True) if not s.training_only}
+    keep = [i for i, s in enumerate(found) if not s.training_only or groups[i] not in others]
+    return [found[i] for i in keep], [groups[i] for i in keep]
 
 
 def _target(spec: NL2PDDLSpec, scenario: scenes.Scenario, style: str, description: str,

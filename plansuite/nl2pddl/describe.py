@@ -162,6 +162,8 @@ BW_INIT = {
                   "The blocks stand in {steps} towers of heights 1 to {steps}, and the hand is empty."],
     "holding": ["The arm holds one block and every other block is on the table.",
                 "The robot has one block in its hand; the remaining blocks lie on the table."],
+    "heights": ["The blocks stand in {towers} towers of {heights} blocks; the arm is empty.",
+                "There are {towers} stacks, {heights} blocks high, and the hand is empty."],
 }
 BW_GOAL = {
     "tower": ["Your goal is to stack all blocks into a single tower.",
@@ -176,6 +178,8 @@ BW_GOAL = {
                   "The goal is to build towers of heights 1 to {steps}."],
     "holding": ["Your goal is to hold one block with every other block on the table.",
                 "The goal is to have a single block in the hand and the rest on the table."],
+    "heights": ["Your goal is to build {towers} towers of {heights} blocks.",
+                "The goal is {towers} stacks, {heights} blocks high."],
 }
 GRIPPER_INIT = {
     "one_room": ["All balls are in {a}, where the robot is, and both grippers are free.",
@@ -207,6 +211,8 @@ def describe_abstract(scenario: Scenario, rng: random.Random) -> str:
         init, goal = GRIPPER_INIT[scenario.init_scene], GRIPPER_GOAL[scenario.goal_scene]
     else:
         slots = {k: count(v) if isinstance(v, int) else v for k, v in p.items()}
+        if "heights" in p:  # "two, four and one"
+            slots["heights"] = listing([count(h) for h in p["heights"]])
         intro = rng.choice(["You have {n} blocks.", "There are {n} blocks."]).format(n=count(p["n"]))
         init, goal = BW_INIT[scenario.init_scene], BW_GOAL[scenario.goal_scene]
     return " ".join([intro, rng.choice(init).format(**slots), rng.choice(goal).format(**slots)])

@@ -141,6 +141,39 @@ def resample_from(text: str, diagnostics: tuple[Diagnostic, ...] | list[Diagnost
     return 0 if cut == len(text) else cut
 
 
+def patch_line(previous: str, cut: int, continuation: str) -> str | None:
+    """``previous`` with only the atom line right after ``cut`` rewritten: replaced by the first
+    line of ``continuation`` (a resampled continuation from ``cut``, :func:`resample_from`), or
+    dropped when the continuation closes the section there; every later line kept. ``None`` when
+    the line after ``cut`` is no atom line, or the continuation starts with neither.
+
+    A resampled continuation rewrites every fact after the doubted one, and a weak generator
+    gets some of those wrong in turn; a patch keeps them, so one wrong fact is one edit.
+
+    >>> text = "  (:init\\n    (on a b)\\n    (clear a)\\n  )"
+    >>> cut = text.index("\\n    (on")
+    >>> patch_line(text, cut, "\\n    (on a c)\\n    (on c b)\\n  )")
+    '  (:init\\n    (on a c)\\n    (clear a)\\n  )'
+    >>> patch_line(text, cut, "\\n  )")
+    '  (:init\\n    (clear a)\\n  )'
+    >>> patch_line(text, 0, "(define") is None
+    True
+    """
+    rest, new = previous[cut:].split("\n"), continuation.split("\n")
+    if len(rest) < 3 or len(new) < 2 or rest[0].strip() or new[0].strip() or not _atom_line(rest[1]):
+        return None
+    if _atom_line(new[1]):
+        return previous[:cut] + "\n".join(["", new[1], *rest[2:]])
+    if new[1].strip().startswith(")"):
+        return previous[:cut] + "\n".join(["", *rest[2:]])
+    return None
+
+
+def _atom_line(line: str) -> bool:
+    line = line.strip()
+    return line.startswith("(") and line.endswith(")") and line.count("(") == 1 and not line.startswith("(:")
+
+
 def _quoted_at(d: Diagnostic, text: str, section_start: int) -> int | None:
     """Offset of what a ``"<section> <quoted>"`` diagnostic quotes, on its line, in its section."""
     parts = d.construct.split(" ", 1)

@@ -18,8 +18,11 @@
   (:func:`~plansuite.nl2pddl.generators.resample_from`: e.g. everything before ``(:goal`` for a
   ``critic-goal`` or ``unsolvable`` diagnostic, everything for a plan VAL rejects), and samples
   ``samples`` continuations of that prefix at ``retry_temperature``, seeded by the previous text
-  (so runs are reproducible). It returns the first continuation that differs from the previous
-  candidate; if all ``samples`` repeat it, it returns the previous candidate, and the loop stops
+  (so runs are reproducible). With ``line_patches`` (the default), where a critic quoted the
+  doubted fact, each continuation's first line also becomes a *patch*: the previous candidate with
+  that one fact replaced (or dropped) and every later fact kept
+  (:func:`~plansuite.nl2pddl.generators.patch_line`). It returns the first candidate that differs
+  from the previous one; if all repeat it, it returns the previous candidate, and the loop stops
   with ``unchanged``. :meth:`LocalGenerator.rewrites` returns all the distinct ones instead, for
   a loop that checks each (``check_rewrites``, :func:`~plansuite.nl2pddl.repair.repair`).
 
@@ -43,7 +46,7 @@ from plansuite.models.tokenizer import decode, encode
 from plansuite.nl2pddl.constrained import ConstrainedProblemDecoding, ProblemGrammar
 from plansuite.nl2pddl.critic import MISMATCH_KINDS, CriticVerdict, critic_input, verdict_label
 from plansuite.nl2pddl.dataset import generation_prompt
-from plansuite.nl2pddl.generators import BackendError, Feedback, extract_problem, resample_from
+from plansuite.nl2pddl.generators import BackendError, Feedback, extract_problem, patch_line, resample_from
 from plansuite.pddl.parse import parse_domain
 
 REWRITE_ROOM = 96  # tokens a repair needs after the kept prefix (a goal section is ~20-80)
@@ -66,7 +69,7 @@ class LocalGenerator:
                  retry_temperature: float = 0.8, top_p: float = 0.95, samples: int = 4,
                  seed: int = 0, max_new_tokens: int | None = None,
                  constrained: bool | str = "auto", distinct_atoms: bool = True,
-                 valid_states: bool | str = "auto"):
+                 valid_states: bool | str = "auto", line_patches: bool = True):
         if samples < 1:
             raise ConfigError(f"backend.samples={samples}: must be >= 1")
         if constrained not in (True, False, "auto"):
@@ -79,7 +82,7 @@ class LocalGenerator:
         self.constrained, self.distinct_atoms = constrained, distinct_atoms
         if valid_states not in (True, False, "auto"):
             raise ConfigError(f"backend.valid_states={valid_states}: choose true, false or auto")
-        self.valid_states = valid_states
+        self.valid_states, self.line_patches = valid_states, line_patches
         self._grammars: dict[str, ProblemGrammar] = {}
         self._strips: dict[str, bool] = {}  # domain text -> does the grammar cover it
         self._token_texts: list[str] | None = None
@@ -138,11 +141,13 @@ class LocalGenerator:
                 and self.grammar(domain_text).feed(self.grammar(domain_text).start(), prefix) is None):
             prefix = ""  # written without the constraint: it cannot be continued under it
         seed = self.seed * 1_000_003 + zlib.crc32(previous.encode())  # reproducible, new per attempt
+        continuations = self._complete(prompt, self.samples, self.retry_temperature, seed, domain_text, prefix)
+        candidates = [extract_problem(prefix + c) for c in continuations]
+        if self.line_patches and prefix:  # the doubted fact alone rewritten, the rest kept
+            candidates += [p for c in continuations if (p := patch_line(previous, len(prefix), c))]
         out: list[str] = []
         seen = {tuple(previous.split())}  # texts equal up to whitespace count once
-        for continuation in self._complete(prompt, self.samples, self.retry_temperature, seed,
-                                           domain_text, prefix):
-            candidate = extract_problem(prefix + continuation)
+        for candidate in candidates:
             if tuple(candidate.split()) not in seen:
                 seen.add(tuple(candidate.split()))
                 out.append(candidate)

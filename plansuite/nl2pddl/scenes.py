@@ -12,6 +12,7 @@ Reference goals come in two equivalent forms: ``full`` (every fact of the goal c
 
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import dataclass, field
 
@@ -45,8 +46,16 @@ class Scenario:
     def abstract(self) -> bool:
         return self.init_scene != "random"
 
+    @property
+    def training_only(self) -> bool:
+        """A scene of the training curriculum (:func:`blocksworld_heights`), never held out."""
+        return HEIGHTS in (self.init_scene, self.goal_scene)
+
 
 # ---- Blocksworld ------------------------------------------------------------------------------
+HEIGHTS = "heights"  # towers of stated heights: the training curriculum of :func:`blocksworld_heights`
+
+
 def _core(atoms: frozenset[Atom]) -> frozenset[Atom]:
     """The facts that place each block; clear and arm-empty follow from them."""
     return frozenset(a for a in atoms if a[0] in ("on", "on-table", "holding"))
@@ -70,6 +79,9 @@ def _bw_config(scene: str, blocks: list[str], params: dict) -> frozenset[Atom]:
         return state_atoms(towers, None)
     if scene == "holding":
         return state_atoms([[b] for b in blocks[1:]], blocks[0])
+    if scene == HEIGHTS:
+        ends = list(itertools.accumulate(params["heights"]))
+        return state_atoms([blocks[end - h:end] for h, end in zip(params["heights"], ends, strict=True)], None)
     raise ValueError(f"unknown blocksworld scene {scene!r}")
 
 
@@ -95,6 +107,51 @@ def blocksworld_abstract(domain: Domain, sizes: list[int], rng: random.Random) -
             problem = Problem(f"bw-{init_scene}-{goal_scene}-{n}", domain.name,
                               {b: "object" for b in blocks}, init, goal)
             out.append(Scenario(problem, init_scene, goal_scene, {"block": "numbered"}, params))
+    return out
+
+
+def named_heights(heights: list[int]) -> bool:
+    """Whether towers of these heights are a named scene (up to renaming): all on the table, one
+    tower, equal towers, a staircase. :func:`blocksworld_heights` leaves those to the named
+    scenes, so no held-out scene is ever a curriculum problem.
+
+    >>> named_heights([2, 2]), named_heights([3, 1, 2]), named_heights([2, 4, 1])
+    (True, True, False)
+    """
+    return len(set(heights)) == 1 or sorted(heights) == list(range(1, len(heights) + 1))
+
+
+def blocksworld_heights(domain: Domain, sizes: list[int], count: int, rng: random.Random) -> list[Scenario]:
+    """``count`` distinct training-only abstract problems of towers with stated heights ("three
+    towers of two, four and one blocks") built from, or taken down to, the table.
+
+    The named scenes give a tiny generator a handful of (count, height) combinations to learn
+    counting from (the ``towers`` family has seven sizes); these give it hundreds, so "a tower of
+    h blocks, then the next" is a skill and not a memorised size. Heights that make a named
+    scene (:func:`named_heights`) are never drawn, so held-out scenes stay unseen; the dataset
+    builder also drops any that equals another problem up to renaming."""
+    out: list[Scenario] = []
+    seen: set[tuple] = set()
+    sizes = [n for n in sizes if n >= 3]  # 1 + 2 is the smallest unnamed split
+    for _ in range(100 * count):
+        if len(out) >= count or not sizes:
+            break
+        n = rng.choice(sizes)
+        cuts = sorted(rng.sample(range(1, n), rng.randint(1, min(3, n - 2))))  # 2-4 towers, as named scenes have
+        heights = [b - a for a, b in zip([0, *cuts], [*cuts, n], strict=True)]
+        built = rng.random() < 0.5  # from the table, or taken down to it
+        if len(heights) < 2 or named_heights(heights) or (built, *heights) in seen:
+            continue
+        seen.add((built, *heights))
+        blocks = BLOCK_NAMES["numbered"](n)
+        params = {"n": n, "towers": len(heights), "heights": heights}
+        init_scene, goal_scene = ("on_table", HEIGHTS) if built else (HEIGHTS, "on_table")
+        init = _bw_config(init_scene, blocks, params)
+        goal = _bw_config(goal_scene, blocks, params)
+        goal = goal if rng.random() < 0.5 else _core(goal)
+        problem = Problem(f"bw-{init_scene}-{goal_scene}-{n}", domain.name,
+                          {b: "object" for b in blocks}, init, goal)
+        out.append(Scenario(problem, init_scene, goal_scene, {"block": "numbered"}, params))
     return out
 
 
