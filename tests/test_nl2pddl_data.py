@@ -26,7 +26,14 @@ from plansuite.nl2pddl.dataset import (
     scenarios,
     scene_key,
 )
-from plansuite.nl2pddl.describe import count, describe, described_order, explicit_clauses, listing, mention
+from plansuite.nl2pddl.describe import (
+    count,
+    describe,
+    described_order,
+    explicit_clauses,
+    listing,
+    mention,
+)
 from plansuite.nl2pddl.equivalence import semantic
 from plansuite.nl2pddl.worlds import world_for
 from plansuite.pddl.checks import check_problem

@@ -46,7 +46,13 @@ from plansuite.models.tokenizer import decode, encode
 from plansuite.nl2pddl.constrained import ConstrainedProblemDecoding, ProblemGrammar
 from plansuite.nl2pddl.critic import MISMATCH_KINDS, CriticVerdict, critic_input, verdict_label
 from plansuite.nl2pddl.dataset import generation_prompt
-from plansuite.nl2pddl.generators import BackendError, Feedback, extract_problem, patch_line, resample_from
+from plansuite.nl2pddl.generators import (
+    BackendError,
+    Feedback,
+    extract_problem,
+    patch_line,
+    resample_from,
+)
 from plansuite.pddl.parse import parse_domain
 
 REWRITE_ROOM = 96  # tokens a repair needs after the kept prefix (a goal section is ~20-80)
