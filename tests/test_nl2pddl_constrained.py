@@ -244,3 +244,14 @@ def test_valid_states_true_needs_a_state_model():
     assert ProblemGrammar(lamp).world is None  # auto: no state model, no such constraint
     with pytest.raises(ConfigError, match="lamp.pddl: valid_states=true needs a domain with a state model"):
         ProblemGrammar(lamp, valid_states=True)
+
+
+def test_inside_an_atom_only_one_space_separates_its_words():
+    """A generator unsure of an argument wrote ``(at-robby`` then eight newlines: inside an atom
+    the grammar allows one space between words, and the layout between atoms stays free."""
+    g = ProblemGrammar(load_builtin("gripper"))
+    head = "(define (problem p) (:domain gripper) (:objects rooma roomb - room) (:init\n    (at-robby"
+    assert g.feed(g.start(), head + " rooma)\n    (at-robby") is None  # (a robot in two rooms)
+    assert g.feed(g.start(), head + " rooma)\n  )") is not None
+    for bad in ("\n rooma)", "  rooma)", "\trooma)"):
+        assert g.feed(g.start(), head + bad) is None, bad

@@ -15,6 +15,7 @@ from plansuite.cli import CONF_DIR
 from plansuite.cli.nl2pddl import run as nl2pddl_run
 from plansuite.domains import builtin_path, load_builtin
 from plansuite.domains.blocksworld import state_atoms
+from plansuite.errors import ConfigError
 from plansuite.nl2pddl import scenes
 from plansuite.nl2pddl.dataset import (
     NL2PDDLSpec,
@@ -264,34 +265,54 @@ def test_held_out_scenes_are_new_combinations_of_what_training_shows(name):
             assert 2 * sum(out[g] == "train" for g in family) >= len(family)
 
 
-def test_heights_curriculum_is_training_only_and_leaves_the_other_problems_as_they_were(tmp_path):
-    """Towers of stated heights: never a named scene, always in training, and adding them
-    changes no other problem, description or split (they come last, from a stream of their own)."""
-    domain, name = load_builtin("blocksworld"), "blocksworld"
-    base = NL2PDDLSpec(**{**SMALL[name], "abstract_sizes": [3, 4, 5, 6, 7, 8]})
-    spec = replace(base, heights_problems=40, heights_per_problem=2)
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_counting_curriculum_is_training_only_and_leaves_the_other_problems_as_they_were(name, tmp_path):
+    """Towers of stated heights (Blocksworld), rooms with stated counts (Gripper): never a named
+    scene, always in training, and adding them changes no other problem, description or split
+    (they come last, from a stream of their own)."""
+    domain = load_builtin(name)
+    key, scene = {"blocksworld": ("heights_problems", scenes.HEIGHTS),
+                  "gripper": ("counts_problems", scenes.COUNTS)}[name]
+    sizes = {"blocksworld": [3, 4, 5, 6, 7, 8], "gripper": [2, 3, 4, 5, 6]}[name]
+    base = NL2PDDLSpec(**{**SMALL[name], "abstract_sizes": sizes})
+    spec = replace(base, **{key: 40}, curriculum_per_problem=2)
     outs = {}
-    for label, s in (("base", base), ("heights", spec)):
+    for label, s in (("base", base), ("curriculum", spec)):
         outs[label] = tmp_path / label
         build_nl2pddl(s, domain, builtin_path(name).read_text(), outs[label], seed=1, progress=lambda _: None)
     for split in ("val", "test"):
-        assert load_pairs(outs["base"], split) == load_pairs(outs["heights"], split)
-    train = load_pairs(outs["heights"], "train")
-    curriculum = [p for p in train if scenes.HEIGHTS in (p.init_scene, p.goal_scene)]
+        assert load_pairs(outs["base"], split) == load_pairs(outs["curriculum"], split)
+    train = load_pairs(outs["curriculum"], "train")
+    curriculum = [p for p in train if scene in (p.init_scene, p.goal_scene)]
     assert len({p.problem_id for p in curriculum}) >= 30  # a few may be dropped as twins
     assert Counter(p.style for p in curriculum)["abstract"] == 2 * len({p.problem_id for p in curriculum})
     assert [p for p in train if p not in curriculum] == load_pairs(outs["base"], "train")
-    held_out = {p.group for split in ("val", "test") for p in load_pairs(outs["heights"], split)}
+    held_out = {p.group for split in ("val", "test") for p in load_pairs(outs["curriculum"], split)}
     assert not held_out & {p.group for p in curriculum}
-    found = scenes.blocksworld_heights(domain, [3, 4, 5, 6, 7, 8], 40, random.Random(0))
-    for s in found:
-        heights = s.params["heights"]
-        assert not scenes.named_heights(heights) and sum(heights) == s.params["n"]
-        tower = s.problem.init if s.init_scene == scenes.HEIGHTS else s.problem.goal_pos
-        assert sum(a[0] == "on-table" for a in tower) == len(heights)
-        assert f" {listing([count(h) for h in heights])} blocks" in describe(s, "abstract", random.Random(0))
     example = next(p for p in curriculum if p.style == "abstract")
     assert parse_problem(example.target, domain) == parse_problem(example.problem, domain)
+    with pytest.raises(ConfigError, match=key):  # the other domain's curriculum is refused
+        other = "gripper" if name == "blocksworld" else "blocksworld"
+        scenarios(replace(NL2PDDLSpec(**SMALL[other]), **{key: 5}), load_builtin(other), seed=0)
+
+
+def test_curriculum_scenes_say_what_they_count():
+    for s in scenes.blocksworld_heights(load_builtin("blocksworld"), [3, 4, 5, 6, 7, 8], 40, random.Random(0)):
+        heights = s.params["heights"]
+        assert not scenes.named_heights(heights) and sum(heights) == s.params["n"]
+        towers = s.problem.init if s.init_scene == scenes.HEIGHTS else s.problem.goal_pos
+        assert sum(a[0] == "on-table" for a in towers) == len(heights)
+        assert f" {listing([count(h) for h in heights])} blocks" in describe(s, "abstract", random.Random(0))
+    found = scenes.gripper_counts(load_builtin("gripper"), [2, 3, 4, 5, 6], [2, 3], 40, random.Random(0))
+    assert len(found) == 40
+    for s in found:
+        counts, n = s.params["counts"], s.params["n"]
+        assert len(set(counts)) > 1 and min(counts) >= 1 and sum(counts) == n
+        spread = s.problem.init if s.init_scene == scenes.COUNTS else s.problem.goal_pos
+        rooms = sorted(o for o, t in s.problem.objects.items() if t == "room")
+        assert [sum(("at", f"ball{i}", room) in spread for i in range(1, n + 1)) for room in rooms] == counts
+        text = describe(s, "abstract", random.Random(0))
+        assert all(f"{count(c)} ball{'s' if c > 1 else ''} in {room}" in text for c, room in zip(counts, rooms, strict=True))
 
 
 def test_the_same_dataset_in_every_process(tmp_path):

@@ -23,8 +23,9 @@ both on the table and in the hand, no two blocks on one, no ball in two rooms. A
 generator's commonest abstract-scene error is such a state (a goal that "cannot hold in any
 valid state"); the decoder makes it write a fact that fits instead. A predicate or argument is
 allowed only while some completion of the atom is still new (and fits), so the decoder never
-writes itself into a dead end. Whitespace runs are limited (``MAX_WS``), names to ``MAX_NAME``
-characters, and text is lower case (the datasets' convention; PDDL is case-insensitive anyway).
+writes itself into a dead end. Whitespace runs are limited (``MAX_WS``), and inside an atom to
+one space (a generator unsure of an argument otherwise "writes" newlines: ``(at-robby`` then eight
+of them), names to ``MAX_NAME`` characters, and text is lower case (the datasets' convention; PDDL is case-insensitive anyway).
 
 :class:`ConstrainedProblemDecoding` applies the automaton to a tokenizer: per decoding step and
 row it masks the logits of every token whose text would leave the automaton (a walk over a trie of
@@ -277,6 +278,8 @@ class ProblemGrammar:
             return None  # nothing after the closing parenthesis: the decoder stops there
         if ch in WHITESPACE:
             run = 1 if state.word else state.ws + 1
+            if SCRIPT[ps.pos] in (INIT, GOAL) and ps.sub:  # inside an atom: one space between words
+                return State(ps, "", run) if ch == " " and run == 1 else None
             return State(ps, "", run) if run <= MAX_WS else None
         if ch in PARENS:
             after = self.lex(ps, ch)

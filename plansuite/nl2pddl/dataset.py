@@ -63,7 +63,9 @@ class NL2PDDLSpec:
     abstract_per_problem: int = 1  # abstract descriptions per abstract problem
     heights_problems: int = 0  # Blocksworld: training-only abstract problems of towers with stated
                                # heights (scenes.blocksworld_heights), a counting curriculum
-    heights_per_problem: int = 2  # abstract descriptions of each of them
+    counts_problems: int = 0  # Gripper: training-only abstract problems of rooms holding stated
+                              # numbers of balls (scenes.gripper_counts), its counting curriculum
+    curriculum_per_problem: int = 2  # abstract descriptions of each curriculum problem
     fractions: dict[str, float] = field(default_factory=lambda: {"train": 0.8, "val": 0.1, "test": 0.1})
     critic_positives: int = 1  # matching examples per pair (shuffled / equivalent rewrites)
     critic_negatives: int = 1  # corruptions per pair and mismatch kind
@@ -121,9 +123,10 @@ class CriticExample:
 # ---- building ---------------------------------------------------------------------------------
 def scenarios(spec: NL2PDDLSpec, domain: Domain, seed: int) -> list[scenes.Scenario]:
     rng = random.Random(f"{seed}/scenes")
-    if spec.heights_problems and spec.domain != "blocksworld":
-        raise ConfigError(f"dataset.heights_problems={spec.heights_problems}: a Blocksworld curriculum "
-                          f"(dataset.domain={spec.domain!r}); set it to 0")
+    for key, home in (("heights_problems", "blocksworld"), ("counts_problems", "gripper")):
+        if getattr(spec, key) and spec.domain != home:
+            raise ConfigError(f"dataset.{key}={getattr(spec, key)}: a {home} curriculum "
+                              f"(dataset.domain={spec.domain!r}); set it to 0")
     if spec.domain == "blocksworld":
         out = scenes.blocksworld_abstract(domain, list(spec.abstract_sizes), rng)
         out += [scenes.blocksworld_random(domain, rng, spec.min_objects, spec.max_objects)
@@ -135,6 +138,8 @@ def scenarios(spec: NL2PDDLSpec, domain: Domain, seed: int) -> list[scenes.Scena
         out = scenes.gripper_abstract(domain, list(spec.abstract_sizes), list(spec.rooms), rng)
         out += [scenes.gripper_random(domain, rng, spec.min_objects, spec.max_objects, list(spec.rooms))
                 for _ in range(spec.random_problems)]
+        out += scenes.gripper_counts(domain, list(spec.abstract_sizes), list(spec.rooms), spec.counts_problems,
+                                     random.Random(f"{seed}/scenes/counts"))
     elif spec.domain in scenes21.DOMAINS21:  # rooms: the places on the line (roads, corridors)
         out = scenes21.scenarios21(spec.domain, spec.random_problems, list(spec.abstract_sizes),
                                    list(spec.rooms), spec.min_objects, spec.max_objects, rng)
@@ -281,7 +286,7 @@ def _build_into(tmp: Path, spec: NL2PDDLSpec, domain: Domain, domain_text: str, 
             pid = f"p{index:05d}"
             reference = problem_to_pddl(scenario.problem, domain)
             styles = ["explicit"] * spec.explicit_per_problem
-            styles += ["abstract"] * (0 if not scenario.abstract else spec.heights_per_problem
+            styles += ["abstract"] * (0 if not scenario.abstract else spec.curriculum_per_problem
                                       if scenario.training_only else spec.abstract_per_problem)
             for k, style in enumerate(styles):
                 description = _describe(domain)(scenario, style, rng)

@@ -188,6 +188,8 @@ GRIPPER_INIT = {
                "Each room holds {share}, the robot stands in {a} and its grippers are empty."],
     "carrying": ["The robot is in {a} carrying one ball in each gripper; the other balls are in {a} too.",
                  "The robot stands in {a} holding a ball in each gripper, and the remaining balls lie in {a}."],
+    "counts": ["The balls are spread over the rooms, {counts}; the robot is in {a} and both grippers are free.",
+               "There are {counts}; the robot stands in {a} and its grippers are empty."],
 }
 GRIPPER_GOAL = {
     "other_room": ["The goal is for every ball to end in {b}.", "Your goal is to move all balls to {b}."],
@@ -196,7 +198,12 @@ GRIPPER_GOAL = {
     "gather": ["Your goal is to gather all balls in {a}.", "The goal is to have every ball in {a}."],
     "swap": ["Your goal is to swap the balls: each ball in {a} must end in {b} and each ball in {b} in {a}.",
              "The goal is that the balls in {a} and those in {b} trade rooms."],
+    "counts": ["Your goal is to distribute the balls so that there are {counts}.", "The goal is {counts}."],
 }
+
+
+def _balls(n: int) -> str:
+    return f"{count(n)} ball{'s' if n > 1 else ''}"
 
 
 def describe_abstract(scenario: Scenario, rng: random.Random) -> str:
@@ -204,7 +211,9 @@ def describe_abstract(scenario: Scenario, rng: random.Random) -> str:
     if "ball" in scenario.names:
         rooms = sorted(o for o, t in scenario.problem.objects.items() if t == "room")
         share = p["n"] // p["rooms"]
-        slots = {"a": rooms[0], "b": rooms[1], "share": f"{count(share)} ball{'s' if share > 1 else ''}"}
+        slots = {"a": rooms[0], "b": rooms[1], "share": _balls(share)}
+        if "counts" in p:  # "two balls in rooma and four balls in roomb"
+            slots["counts"] = listing([f"{_balls(c)} in {room}" for c, room in zip(p["counts"], rooms, strict=True)])
         intro = rng.choice(["There are {r} rooms ({rooms}), {n} balls and a robot with two grippers.",
                             "A robot with two grippers works in {r} rooms ({rooms}) with {n} balls."])
         intro = intro.format(r=count(p["rooms"]), rooms=listing(rooms), n=count(p["n"]))

@@ -48,12 +48,15 @@ class Scenario:
 
     @property
     def training_only(self) -> bool:
-        """A scene of the training curriculum (:func:`blocksworld_heights`), never held out."""
-        return HEIGHTS in (self.init_scene, self.goal_scene)
+        """A scene of a training curriculum (:func:`blocksworld_heights`, :func:`gripper_counts`),
+        never held out."""
+        return bool({self.init_scene, self.goal_scene} & CURRICULUM_SCENES)
 
 
 # ---- Blocksworld ------------------------------------------------------------------------------
 HEIGHTS = "heights"  # towers of stated heights: the training curriculum of :func:`blocksworld_heights`
+COUNTS = "counts"  # rooms holding stated numbers of balls: the curriculum of :func:`gripper_counts`
+CURRICULUM_SCENES = frozenset({HEIGHTS, COUNTS})
 
 
 def _core(atoms: frozenset[Atom]) -> frozenset[Atom]:
@@ -239,7 +242,8 @@ def gripper_abstract(domain: Domain, sizes: list[int], room_counts: list[int],
     for n in sizes:
         for r in room_counts:
             balls, rooms = BALL_NAMES["numbered"](n), ROOM_NAMES["letters"](r)
-            spread = {b: rooms[i % r] for i, b in enumerate(balls)}
+            # the first n/r balls in the first room, ... (only where the rooms get equal shares)
+            spread = _consecutive(balls, rooms, [n // r] * r) if n % r == 0 else {}
             shapes = [("one_room", "other_room")]
             if n % r == 0:  # "evenly" is only unambiguous when the rooms get equal shares
                 shapes += [("spread", "gather"), ("one_room", "spread")]
@@ -259,7 +263,7 @@ def gripper_abstract(domain: Domain, sizes: list[int], room_counts: list[int],
                     init = _gripper_state(rooms[0], where, grippers)
                 target = {"other_room": dict.fromkeys(balls, rooms[1]), "spread": spread,
                           "gather": dict.fromkeys(balls, rooms[0]),
-                          "swap": {b: rooms[1 - rooms.index(spread[b])] for b in balls}}[goal_scene]
+                          "swap": {b: rooms[1 - rooms.index(room)] for b, room in spread.items()}}[goal_scene]
                 goal = {("at", b, room) for b, room in target.items()}
                 if rng.random() < 0.5:  # full form: the (implied) free grippers too
                     goal |= {("free", g) for g in grippers}
@@ -267,6 +271,55 @@ def gripper_abstract(domain: Domain, sizes: list[int], room_counts: list[int],
                                   _gripper_objects(balls, rooms, grippers), init, frozenset(goal))
                 out.append(Scenario(problem, init_scene, goal_scene,
                                     {"ball": "numbered", "room": "letters", "gripper": "sides"}, params))
+    return out
+
+
+def _consecutive(balls: list[str], rooms: list[str], counts: list[int]) -> dict[str, str]:
+    """Ball -> room, the first ``counts[0]`` balls in the first room, the next in the second, ...:
+    how a person counts balls into rooms, and (in sorted atoms) one run of lines per room, the
+    shape :func:`gripper_counts` teaches ("two in rooma, four in roomb").
+
+    >>> _consecutive(["b1", "b2", "b3"], ["x", "y"], [1, 2])
+    {'b1': 'x', 'b2': 'y', 'b3': 'y'}
+    """
+    where = [room for room, c in zip(rooms, counts, strict=False) for _ in range(c)]
+    return dict(zip(balls, where, strict=True))
+
+
+def gripper_counts(domain: Domain, sizes: list[int], room_counts: list[int], count: int,
+                   rng: random.Random) -> list[Scenario]:
+    """``count`` distinct training-only abstract problems of rooms holding stated numbers of
+    balls ("two balls in rooma and four in roomb"), distributed from one room or gathered into it.
+
+    Gripper's counterpart of :func:`blocksworld_heights`: the named ``spread`` scenes show a
+    handful of (balls, rooms) combinations, these show hundreds of ways to count balls into rooms.
+    Equal counts (the named ``spread``) are never drawn, nor an empty room (``one_room``)."""
+    out: list[Scenario] = []
+    seen: set[tuple] = set()
+    grippers = GRIPPER_NAMES["sides"]()
+    options = [(n, r) for n in sizes for r in room_counts if n > r >= 2]
+    for _ in range(100 * count):
+        if len(out) >= count or not options:
+            break
+        n, r = rng.choice(options)
+        cuts = sorted(rng.sample(range(1, n), r - 1))
+        counts = [b - a for a, b in zip([0, *cuts], [*cuts, n], strict=True)]
+        gathered = rng.random() < 0.5  # counted out of one room, or gathered into it
+        if len(set(counts)) == 1 or (gathered, *counts) in seen:
+            continue
+        seen.add((gathered, *counts))
+        balls, rooms = BALL_NAMES["numbered"](n), ROOM_NAMES["letters"](r)
+        counted, together = _consecutive(balls, rooms, counts), dict.fromkeys(balls, rooms[0])
+        init_scene, goal_scene = (COUNTS, "gather") if gathered else ("one_room", COUNTS)
+        init = _gripper_state(rooms[0], counted if gathered else together, grippers)
+        goal = {("at", b, room) for b, room in (together if gathered else counted).items()}
+        if rng.random() < 0.5:  # full form: the (implied) free grippers too
+            goal |= {("free", g) for g in grippers}
+        problem = Problem(f"gripper-{init_scene}-{goal_scene}-{n}-{r}", domain.name,
+                          _gripper_objects(balls, rooms, grippers), init, frozenset(goal))
+        out.append(Scenario(problem, init_scene, goal_scene,
+                            {"ball": "numbered", "room": "letters", "gripper": "sides"},
+                            {"n": n, "rooms": r, "counts": counts}))
     return out
 
 
