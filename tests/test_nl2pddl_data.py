@@ -166,7 +166,7 @@ def test_tower_order_reads_a_staircase_tower_by_tower():
                    "on-table b4", "on b5 b4", "on b6 b5", "clear b6", "arm-empty"]
     held = state_atoms([["b1"], ["b2", "b3"]], "b4")
     core = [a for a in scenes.tower_order(held, ["b1", "b2", "b3", "b4"]) if a[0] != "clear"]
-    assert core == [("on-table", "b1"), ("on-table", "b2"), ("on", "b3", "b2"), ("holding", "b4")]
+    assert core == [("holding", "b4"), ("on-table", "b1"), ("on-table", "b2"), ("on", "b3", "b2")]  # the hand first
 
 
 @pytest.mark.parametrize("name", sorted(SMALL))

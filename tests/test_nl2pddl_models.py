@@ -410,3 +410,31 @@ def test_problem_datamodule_groups_batches_by_length_and_keeps_every_pair(data):
     assert batches(grouped, 0) != batches(grouped, 1)
     with pytest.raises(ConfigError, match="group_by_length=-1"):
         ProblemDataModule(data, tok, 512, group_by_length=-1)
+
+
+def test_completion_loss_is_the_models_own_loss_and_gradient():
+    """The training loss reads the output layer at the labelled positions only; its value and
+    gradients are the ones ``model(..., labels=...).loss`` gives."""
+    import torch
+
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from plansuite.nl2pddl.problem_generator_module import completion_loss
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=50, n_positions=64, n_embd=32, n_layer=1, n_head=2,
+                                       resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0))
+    ids = torch.randint(1, 50, (3, 20))
+    mask = torch.ones_like(ids)
+    mask[2, 15:] = 0  # right padding
+    labels = ids.masked_fill(mask == 0, -100)
+    labels[:, :8] = -100  # the prompt
+    ours = completion_loss(model, ids, mask, labels)
+    ours.backward()
+    grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    theirs = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+    theirs.backward()
+    assert float(ours) == pytest.approx(float(theirs), rel=1e-5)
+    for ours_grad, p in zip(grads, model.parameters(), strict=True):
+        assert torch.allclose(ours_grad, p.grad, atol=1e-6)

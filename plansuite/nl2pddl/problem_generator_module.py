@@ -22,10 +22,29 @@ from plansuite.pddl.parse import parse_problem
 VAL_FLAGS = ("parse", "structural", "semantic")
 
 
+def completion_loss(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                    labels: torch.Tensor) -> torch.Tensor:
+    """The causal LM's mean cross-entropy over the labelled (completion) tokens -- the loss
+    ``model(..., labels=labels).loss`` computes -- with the output layer applied to those
+    positions only. The description is about half of a pair's tokens, and a GPT-2 computes
+    vocabulary logits for every position: a fifth of a tiny model's forward pass spent on
+    predictions no loss reads."""
+    hidden = model.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    targets = labels[:, 1:]  # position i predicts token i + 1
+    read = targets != -100
+    logits = model.get_output_embeddings()(hidden[:, :-1][read])
+    return torch.nn.functional.cross_entropy(logits.float(), targets[read])
+
+
 class ProblemGeneratorModule(GeneratorModule):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.val_greedy = torch.nn.ModuleDict({flag: MeanMetric() for flag in VAL_FLAGS})
+
+    def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
+        loss = completion_loss(self.model, batch["input_ids"], batch["attention_mask"], batch["labels"])
+        self.log("train/loss", loss, prog_bar=True)
+        return loss
 
     def validation_step(self, batch, batch_idx: int, dataloader_idx: int = 0) -> None:
         if dataloader_idx == 0:

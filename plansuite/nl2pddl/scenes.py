@@ -159,21 +159,27 @@ def blocksworld_heights(domain: Domain, sizes: list[int], count: int, rng: rando
 
 
 def tower_order(atoms: frozenset[Atom], blocks: list[str]) -> list[Atom]:
-    """A Blocksworld state's facts as a person reads the scene: tower by tower (in the order of
-    their bottom blocks in ``blocks``), each bottom up, then the hand; facts no tower holds last.
+    """A Blocksworld state's facts as a person reads the scene: the block in the hand, then tower
+    by tower (in the order of their bottom blocks in ``blocks``), each bottom up, then
+    ``arm-empty``; facts no tower holds last.
 
     The generator's target for an abstract description ("three towers of two blocks"): sorted
     atoms scatter one tower over the text (``clear``s first, then every ``on``, then every
     ``on-table``, and ``b10`` before ``b2``), so a small model has to count across the whole
     section; in reading order each tower is one run of adjacent lines, the structure the
-    description names.
+    description names. The held block comes first, as the scenes say it first ("the arm holds one
+    block and every other block is on the table"): written last, the generator had to remember
+    across the towers to leave it out of them, and wrote three blocks held in the hand as three
+    on the table.
 
     >>> state = state_atoms([["b1"], ["b2", "b3"]], None)
     >>> [" ".join(a) for a in tower_order(state, ["b1", "b2", "b3"])]
     ['on-table b1', 'clear b1', 'on-table b2', 'on b3 b2', 'clear b3', 'arm-empty']
+    >>> [" ".join(a) for a in tower_order(state_atoms([["b2"]], "b1"), ["b1", "b2"])]
+    ['holding b1', 'on-table b2', 'clear b2']
     """
     above = {a[2]: a[1] for a in atoms if a[0] == "on"}
-    order: list[Atom] = []
+    order: list[Atom] = [a for a in sorted(atoms) if a[0] == "holding"]
     for bottom in blocks:
         if ("on-table", bottom) not in atoms:
             continue
@@ -184,7 +190,7 @@ def tower_order(atoms: frozenset[Atom], blocks: list[str]) -> list[Atom]:
             top = above[top]
             seen.add(top)
         order.append(("clear", top))
-    order += [a for a in sorted(atoms) if a[0] == "holding"] + [("arm-empty",)]
+    order.append(("arm-empty",))
     placed = [a for a in order if a in atoms]
     return placed + sorted(atoms - set(placed))
 
