@@ -416,7 +416,6 @@ def test_completion_loss_is_the_models_own_loss_and_gradient():
     """The training loss reads the output layer at the labelled positions only; its value and
     gradients are the ones ``model(..., labels=...).loss`` gives."""
     import torch
-
     from transformers import GPT2Config, GPT2LMHeadModel
 
     from plansuite.nl2pddl.problem_generator_module import completion_loss

@@ -101,16 +101,21 @@ def blocksworld_abstract(domain: Domain, sizes: list[int], rng: random.Random) -
         steps = next((s for s in range(2, n + 1) if s * (s + 1) // 2 == n), None)
         if steps:
             shapes += [("on_table", "staircase", {"steps": steps}), ("staircase", "on_table", {"steps": steps})]
-        for init_scene, goal_scene, params in shapes:
-            blocks = BLOCK_NAMES["numbered"](n)
-            params = {"n": n, **params}
-            init = _bw_config(init_scene, blocks, params)
-            goal = _bw_config(goal_scene, blocks, params)
-            goal = goal if rng.random() < 0.5 else _core(goal)
-            problem = Problem(f"bw-{init_scene}-{goal_scene}-{n}", domain.name,
-                              {b: "object" for b in blocks}, init, goal)
-            out.append(Scenario(problem, init_scene, goal_scene, {"block": "numbered"}, params))
+        out += [_bw_scene(domain, init_scene, goal_scene, {"n": n, **params}, rng)
+                for init_scene, goal_scene, params in shapes]
     return out
+
+
+def _bw_scene(domain: Domain, init_scene: str, goal_scene: str, params: dict, rng: random.Random) -> Scenario:
+    """The abstract scenario of two named configurations over blocks b1..bn, its goal in the full
+    or the core form at random."""
+    blocks = BLOCK_NAMES["numbered"](params["n"])
+    init = _bw_config(init_scene, blocks, params)
+    goal = _bw_config(goal_scene, blocks, params)
+    goal = goal if rng.random() < 0.5 else _core(goal)
+    problem = Problem(f"bw-{init_scene}-{goal_scene}-{params['n']}", domain.name,
+                      {b: "object" for b in blocks}, init, goal)
+    return Scenario(problem, init_scene, goal_scene, {"block": "numbered"}, params)
 
 
 def named_heights(heights: list[int]) -> bool:
@@ -146,15 +151,9 @@ def blocksworld_heights(domain: Domain, sizes: list[int], count: int, rng: rando
         if len(heights) < 2 or named_heights(heights) or (built, *heights) in seen:
             continue
         seen.add((built, *heights))
-        blocks = BLOCK_NAMES["numbered"](n)
-        params = {"n": n, "towers": len(heights), "heights": heights}
         init_scene, goal_scene = ("on_table", HEIGHTS) if built else (HEIGHTS, "on_table")
-        init = _bw_config(init_scene, blocks, params)
-        goal = _bw_config(goal_scene, blocks, params)
-        goal = goal if rng.random() < 0.5 else _core(goal)
-        problem = Problem(f"bw-{init_scene}-{goal_scene}-{n}", domain.name,
-                          {b: "object" for b in blocks}, init, goal)
-        out.append(Scenario(problem, init_scene, goal_scene, {"block": "numbered"}, params))
+        out.append(_bw_scene(domain, init_scene, goal_scene,
+                             {"n": n, "towers": len(heights), "heights": heights}, rng))
     return out
 
 
