@@ -52,6 +52,9 @@ class ProblemGenerator(Protocol):
         ...
 
 
+PROBLEM_NAMES = ("model", "domain")  # who writes a generated problem's name: the model, or the decoder
+
+
 def extract_problem(reply: str) -> str:
     """The ``(define (problem ...) ...)`` form inside a model reply (fences and prose dropped).
 

@@ -24,7 +24,12 @@
   (:func:`~plansuite.nl2pddl.generators.patch_line`). It returns the first candidate that differs
   from the previous one; if all repeat it, it returns the previous candidate, and the loop stops
   with ``unchanged``. :meth:`LocalGenerator.rewrites` returns all the distinct ones instead, for
-  a loop that checks each (``check_rewrites``, :func:`~plansuite.nl2pddl.repair.repair`).
+  a loop that checks each (``check_rewrites``, :func:`~plansuite.nl2pddl.repair.repair`);
+- ``problem_name="domain"``: the decoder writes the problem's name (the domain's), and the model
+  goes on from ``(:domain``. The name means nothing to equivalence, but the training targets'
+  names say the scene and its size (``gripper-one_room-other_room-2-2``): written first, a
+  name seen in training is a key to that training problem, and for a held-out combination the
+  generator wrote a seen one's name and then its problem (two balls for "four balls").
 
 :class:`LearnedCritic` implements the critic protocol of :mod:`plansuite.nl2pddl.critic` with a
 ``critic`` export: it classifies ``critic_input(description, problem)`` into the labels stored
@@ -47,6 +52,7 @@ from plansuite.nl2pddl.constrained import ConstrainedProblemDecoding, ProblemGra
 from plansuite.nl2pddl.critic import MISMATCH_KINDS, CriticVerdict, critic_input, verdict_label
 from plansuite.nl2pddl.dataset import generation_prompt
 from plansuite.nl2pddl.generators import (
+    PROBLEM_NAMES,
     BackendError,
     Feedback,
     extract_problem,
@@ -75,7 +81,8 @@ class LocalGenerator:
                  retry_temperature: float = 0.8, top_p: float = 0.95, samples: int = 4,
                  seed: int = 0, max_new_tokens: int | None = None,
                  constrained: bool | str = "auto", distinct_atoms: bool = True,
-                 valid_states: bool | str = "auto", line_patches: bool = True):
+                 valid_states: bool | str = "auto", line_patches: bool = True,
+                 problem_name: str = "model"):
         if samples < 1:
             raise ConfigError(f"backend.samples={samples}: must be >= 1")
         if constrained not in (True, False, "auto"):
@@ -89,6 +96,9 @@ class LocalGenerator:
         if valid_states not in (True, False, "auto"):
             raise ConfigError(f"backend.valid_states={valid_states}: choose true, false or auto")
         self.valid_states, self.line_patches = valid_states, line_patches
+        if problem_name not in PROBLEM_NAMES:
+            raise ConfigError(f"backend.problem_name={problem_name!r}: choose {' or '.join(PROBLEM_NAMES)}")
+        self.problem_name = problem_name
         self._grammars: dict[str, ProblemGrammar] = {}
         self._strips: dict[str, bool] = {}  # domain text -> does the grammar cover it
         self._token_texts: list[str] | None = None
@@ -162,9 +172,12 @@ class LocalGenerator:
     def generate(self, description: str, domain_text: str, feedback: Feedback | None) -> str:
         if feedback is None:
             self._check_domain(domain_text)
+            head = ""
+            if self.problem_name == "domain":  # the decoder names the problem; the model goes on from there
+                head = f"(define (problem {domain_name(domain_text) or 'problem'})\n"
             [text] = self._complete(generation_prompt(description), 1, self.temperature, self.seed,
-                                    domain_text)
-            return extract_problem(text)
+                                    domain_text, head)
+            return extract_problem(head + text)
         return next(iter(self.rewrites(description, domain_text, feedback)), feedback.previous)
 
 

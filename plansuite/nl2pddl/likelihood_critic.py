@@ -52,7 +52,7 @@ from plansuite.models.tokenizer import decode, encode, pad_ids
 from plansuite.nl2pddl.critic import CriticVerdict, verdict_label
 from plansuite.nl2pddl.dataset import END, generation_prompt
 from plansuite.nl2pddl.general_semantics import complete_goal
-from plansuite.nl2pddl.generators import section_starts
+from plansuite.nl2pddl.generators import PROBLEM_NAMES, section_starts
 from plansuite.nl2pddl.worlds import SearchBudgetExceeded, implied_literals, world_for
 from plansuite.pddl.model import Atom, Domain, Problem, parse_atom_text, problem_to_pddl
 from plansuite.pddl.parse import load_domain, parse_problem
@@ -170,7 +170,10 @@ class LikelihoodCritic:
 
     def __init__(self, export: str | Path, device: str = "cpu", threshold: float | None = None,
                  calibrate_on: str | Path | None = None, calibrate_split: str = "val",
-                 calibrate_limit: int | None = None, batch_size: int = 16):
+                 calibrate_limit: int | None = None, batch_size: int = 16, problem_name: str = "model"):
+        if problem_name not in PROBLEM_NAMES:
+            raise ConfigError(f"critic.problem_name={problem_name!r}: choose {' or '.join(PROBLEM_NAMES)}")
+        self.problem_name = problem_name
         if not export:
             raise ConfigError("critic=likelihood: critic.export (a problem_generator export) is required")
         self.model, self.tokenizer, self.meta = load_export(export, "problem_generator", device)
@@ -231,13 +234,17 @@ class LikelihoodCritic:
 
     def canonical(self, problem: str) -> str:
         """``problem`` in the canonical layout when it parses against the domain, else as written
-        (what does not parse is for the parse check to report, not for this critic)."""
+        (what does not parse is for the parse check to report, not for this critic); with
+        ``problem_name="domain"`` named as the decoder names it (:class:`~plansuite.nl2pddl.learned.LocalGenerator`)."""
         if self.domain is None:
             return problem
         try:
-            return problem_to_pddl(parse_problem(problem, self.domain, "<candidate>"), self.domain)
+            parsed = parse_problem(problem, self.domain, "<candidate>")
         except PlansuiteError:
             return problem
+        if self.problem_name == "domain":  # read every candidate under the name the decoder writes
+            parsed = dataclasses.replace(parsed, name=self.domain.name)
+        return problem_to_pddl(parsed, self.domain)
 
     def reading_order(self, description: str, problem: str) -> str:
         """``problem`` with the facts of its ``:init`` and ``:goal`` in the order the generator
