@@ -374,6 +374,27 @@ def test_likelihood_critic_judges_the_facts_not_their_order_or_layout(generator_
     assert shuffled.split("\n")[verdict.line - 1].strip() == read_lines[start].strip()
 
 
+def test_the_decoder_can_write_the_problems_name_and_the_critic_reads_under_it(generator_export, data):
+    from plansuite.nl2pddl.likelihood_critic import LikelihoodCritic
+
+    export, _ = generator_export
+    domain_text = builtin_path("blocksworld").read_text()
+    pair = load_pairs(data, "test")[0]
+    named = LocalGenerator(export, problem_name="domain").generate(pair.description, domain_text, None)
+    assert named.startswith("(define (problem blocksworld-4ops)\n")
+    from plansuite.pddl.parse import parse_problem
+
+    assert parse_problem(named, load_builtin("blocksworld")).name == "blocksworld-4ops"  # constrained: it parses
+    critic = LikelihoodCritic(export, threshold=0.5, problem_name="domain")
+    assert critic.canonical(pair.problem).startswith("(define (problem blocksworld-4ops)")
+    assert critic.canonical(pair.problem).split("\n")[1:] == \
+        LikelihoodCritic(export, threshold=0.5).canonical(pair.problem).split("\n")[1:]
+    for bad in (lambda: LocalGenerator(export, problem_name="x"),
+                lambda: LikelihoodCritic(export, threshold=0.5, problem_name="x")):
+        with pytest.raises(ConfigError, match="problem_name='x'"):
+            bad()
+
+
 def test_task_critic_with_the_likelihood_critic_calibrates_on_val(generator_export, data, tmp_path):
     report = nl2pddl("task=critic", f"data_dir={data}", f"out_dir={tmp_path}", "critic=likelihood",
                      f"backend.export={generator_export[0]}")

@@ -25,8 +25,8 @@
   from the previous one; if all repeat it, it returns the previous candidate, and the loop stops
   with ``unchanged``. :meth:`LocalGenerator.rewrites` returns all the distinct ones instead, for
   a loop that checks each (``check_rewrites``, :func:`~plansuite.nl2pddl.repair.repair`);
-- ``problem_name="domain"``: the decoder writes the problem's name (the domain's), and the model
-  goes on from ``(:domain``. The name means nothing to equivalence, but the training targets'
+- ``problem_name="domain"``: the decoder writes the problem's name (the domain's) and its
+  ``(:domain`` line, and the model goes on from ``(:objects``. The name means nothing to equivalence, but the training targets'
   names say the scene and its size (``gripper-one_room-other_room-2-2``): written first, a
   name seen in training is a key to that training problem, and for a held-out combination the
   generator wrote a seen one's name and then its problem (two balls for "four balls").
@@ -174,7 +174,9 @@ class LocalGenerator:
             self._check_domain(domain_text)
             head = ""
             if self.problem_name == "domain":  # the decoder names the problem; the model goes on from there
-                head = f"(define (problem {domain_name(domain_text) or 'problem'})\n"
+                name = domain_name(domain_text) or "problem"
+                # up to "(:objects": a head cut after a newline splits a token training never split
+                head = f"(define (problem {name})\n  (:domain {name})\n  (:objects"
             [text] = self._complete(generation_prompt(description), 1, self.temperature, self.seed,
                                     domain_text, head)
             return extract_problem(head + text)
