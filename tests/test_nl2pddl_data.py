@@ -144,11 +144,14 @@ def section_atoms(text: str, part: str) -> list[tuple[str, ...]]:
 
 
 def assert_reads_tower_by_tower(atoms: list[tuple[str, ...]]) -> None:
-    """Each tower one run of lines: its ``on-table`` fact, then each ``on`` fact resting on the
-    block before, then ``clear`` of its top when stated; the hand last."""
+    """The held block first; then each tower one run of lines: its ``on-table`` fact, then each
+    ``on`` fact resting on the block before, then ``clear`` of its top when stated;
+    ``arm-empty`` last."""
     top = None
-    for atom in atoms:
-        if atom[0] == "on-table":
+    for i, atom in enumerate(atoms):
+        if atom[0] == "holding":
+            assert i == 0, atoms
+        elif atom[0] == "on-table":
             top = atom[1]
         elif atom[0] == "on":
             assert atom[2] == top, atoms
@@ -156,7 +159,7 @@ def assert_reads_tower_by_tower(atoms: list[tuple[str, ...]]) -> None:
         elif atom[0] == "clear":
             assert atom[1] == top, atoms
         else:
-            assert atom[0] in ("holding", "arm-empty") and atom == atoms[-1], atoms
+            assert atom == ("arm-empty",) == atoms[-1], atoms
 
 
 def test_tower_order_reads_a_staircase_tower_by_tower():
