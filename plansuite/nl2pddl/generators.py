@@ -55,6 +55,13 @@ class ProblemGenerator(Protocol):
 PROBLEM_NAMES = ("model", "domain")  # who writes a generated problem's name: the model, or the decoder
 
 
+def problem_name_setting(value: str, key: str) -> str:
+    """``value`` when it is one of :data:`PROBLEM_NAMES`, else one line naming ``key``."""
+    if value not in PROBLEM_NAMES:
+        raise ConfigError(f"{key}={value!r}: choose {' or '.join(PROBLEM_NAMES)}")
+    return value
+
+
 def extract_problem(reply: str) -> str:
     """The ``(define (problem ...) ...)`` form inside a model reply (fences and prose dropped).
 

@@ -52,11 +52,11 @@ from plansuite.nl2pddl.constrained import ConstrainedProblemDecoding, ProblemGra
 from plansuite.nl2pddl.critic import MISMATCH_KINDS, CriticVerdict, critic_input, verdict_label
 from plansuite.nl2pddl.dataset import generation_prompt
 from plansuite.nl2pddl.generators import (
-    PROBLEM_NAMES,
     BackendError,
     Feedback,
     extract_problem,
     patch_line,
+    problem_name_setting,
     resample_from,
 )
 from plansuite.pddl.parse import parse_domain
@@ -96,9 +96,7 @@ class LocalGenerator:
         if valid_states not in (True, False, "auto"):
             raise ConfigError(f"backend.valid_states={valid_states}: choose true, false or auto")
         self.valid_states, self.line_patches = valid_states, line_patches
-        if problem_name not in PROBLEM_NAMES:
-            raise ConfigError(f"backend.problem_name={problem_name!r}: choose {' or '.join(PROBLEM_NAMES)}")
-        self.problem_name = problem_name
+        self.problem_name = problem_name_setting(problem_name, "backend.problem_name")
         self._grammars: dict[str, ProblemGrammar] = {}
         self._strips: dict[str, bool] = {}  # domain text -> does the grammar cover it
         self._token_texts: list[str] | None = None

@@ -52,7 +52,7 @@ from plansuite.models.tokenizer import decode, encode, pad_ids
 from plansuite.nl2pddl.critic import CriticVerdict, verdict_label
 from plansuite.nl2pddl.dataset import END, generation_prompt
 from plansuite.nl2pddl.general_semantics import complete_goal
-from plansuite.nl2pddl.generators import PROBLEM_NAMES, section_starts
+from plansuite.nl2pddl.generators import problem_name_setting, section_starts
 from plansuite.nl2pddl.worlds import SearchBudgetExceeded, implied_literals, world_for
 from plansuite.pddl.model import Atom, Domain, Problem, parse_atom_text, problem_to_pddl
 from plansuite.pddl.parse import load_domain, parse_problem
@@ -171,9 +171,7 @@ class LikelihoodCritic:
     def __init__(self, export: str | Path, device: str = "cpu", threshold: float | None = None,
                  calibrate_on: str | Path | None = None, calibrate_split: str = "val",
                  calibrate_limit: int | None = None, batch_size: int = 16, problem_name: str = "model"):
-        if problem_name not in PROBLEM_NAMES:
-            raise ConfigError(f"critic.problem_name={problem_name!r}: choose {' or '.join(PROBLEM_NAMES)}")
-        self.problem_name = problem_name
+        self.problem_name = problem_name_setting(problem_name, "critic.problem_name")
         if not export:
             raise ConfigError("critic=likelihood: critic.export (a problem_generator export) is required")
         self.model, self.tokenizer, self.meta = load_export(export, "problem_generator", device)
