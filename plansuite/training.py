@@ -113,6 +113,10 @@ class ProblemGeneratorConfig:
     max_new_tokens: int | None = None  # stored in the export (None: twice the longest problem)
     abstract_repeat: int = 1  # times each abstract training pair is seen per epoch
     group_by_length: int = 0  # > 1: batches of similar length, sorted within chunks of this many batches
+    # the training loss's divisor: "batch" (its own labelled tokens: the mean, as Hugging Face) or
+    # "dataset" (batch_size x the training pairs' mean labelled tokens: each token weighs the same
+    # in every batch, which length-grouped batches need)
+    loss_norm: str = "batch"
     monitor: Monitor = field(default_factory=Monitor)
 
 
@@ -476,7 +480,7 @@ def build_verifier(spec: TrainSpec, domain: Domain) -> Built:
 
 def build_problem_generator(spec: TrainSpec, domain: Domain) -> Built:
     from plansuite.nl2pddl.dataset import load_nl2pddl_manifest
-    from plansuite.nl2pddl.problem_generator_module import ProblemGeneratorModule
+    from plansuite.nl2pddl.problem_generator_module import LOSS_NORMS, ProblemGeneratorModule
     from plansuite.nl2pddl.text_datamodules import ProblemDataModule
 
     load_nl2pddl_manifest(spec.data_dir)
@@ -488,7 +492,11 @@ def build_problem_generator(spec: TrainSpec, domain: Domain) -> Built:
                            abstract_repeat=m.abstract_repeat, group_by_length=m.group_by_length)
     dm.setup()  # data problems surface now, as one line, before any training
     max_new = m.max_new_tokens or 2 * dm.max_completion
-    module = ProblemGeneratorModule(model, tokenizer, domain, m.optim, max_new, spec.record())
+    if m.loss_norm not in LOSS_NORMS:
+        raise ConfigError(f"model.loss_norm={m.loss_norm}: choose one of {', '.join(LOSS_NORMS)}")
+    tokens = m.batch_size * dm.mean_completion if m.loss_norm == "dataset" else None
+    module = ProblemGeneratorModule(model, tokenizer, domain, m.optim, max_new, spec.record(),
+                                    tokens_per_batch=tokens)
     return Built(module, dm, tokenizer, {"kind": m.kind, "max_new_tokens": max_new})
 
 

@@ -204,3 +204,42 @@ def test_a_goal_fact_true_initially_is_not_implied_by_the_others():
                             "(:goal (and (on a) (off b) (wired a))))", domain)
     assert not goal_implied_by(problem, domain, [("on", "a")])  # (off b) can be switched away
     assert goal_implied_by(problem, domain, [("on", "a"), ("off", "b")])  # (wired a): static, in :init
+
+
+# ---- the mention check: facts an explicit description never states -----------------------------
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_mention_check_accepts_every_reference_and_catches_copied_facts_with_wrong_objects(name, tmp_path):
+    """Every reference passes against its own description; a reference whose multi-object fact
+    has its objects swapped for others (a copy error) is rejected with that fact quoted; abstract
+    descriptions, which do not name the objects, get no verdict at all."""
+    from plansuite.nl2pddl.dataset import build_nl2pddl, load_pairs
+    from plansuite.nl2pddl.mentions import mention_verdict, problem_facts
+
+    domain = load_builtin(name)
+    build_nl2pddl(SPECS[name], domain, builtin_path(name).read_text(), tmp_path, seed=4, progress=lambda _: None)
+    rejected, explicit, tried = 0, 0, 0
+    for pair in [p for split in ("train", "val", "test") for p in load_pairs(tmp_path, split)]:
+        reference = parse_problem(pair.target, domain)
+        if pair.style == "abstract":
+            assert mention_verdict(pair.description, pair.target, reference.objects) is None
+            continue
+        explicit += 1
+        assert mention_verdict(pair.description, pair.target, reference.objects) is None, pair.id
+        facts = [f for f in problem_facts(pair.target) if len(f[1].split()) == 3]
+        if not facts:
+            continue
+        section, atom, _ = facts[0]
+        pred, first, second = atom.strip("()").split()
+        others = [o for o in reference.objects if o not in (first, second)]
+        wrong = next((f"({pred} {first} {o})" for o in others
+                      if f"({pred} {first} {o})" not in pair.target), None)
+        if wrong is None:
+            continue
+        tried += 1
+        verdict = mention_verdict(pair.description, pair.target.replace(atom, wrong, 1), reference.objects)
+        if verdict is not None and not verdict.accepted:
+            rejected += 1
+            assert verdict.kind in (section, None)
+            assert verdict.quote in (wrong, None)
+    assert explicit > 10 and tried > 10
+    assert rejected >= 0.9 * tried, (rejected, tried)  # a clause may relate the new pair for another fact

@@ -154,10 +154,12 @@ class LocalGenerator:
         if (self.uses_constraint(domain_text)
                 and self.grammar(domain_text).feed(self.grammar(domain_text).start(), prefix) is None):
             prefix = ""  # written without the constraint: it cannot be continued under it
+        if not prefix:
+            prefix = self.head(domain_text)  # a rewrite of everything still starts with the decoder's name
         seed = self.seed * 1_000_003 + zlib.crc32(previous.encode())  # reproducible, new per attempt
         continuations = self._complete(prompt, self.samples, self.retry_temperature, seed, domain_text, prefix)
         candidates = [extract_problem(prefix + c) for c in continuations]
-        if self.line_patches and prefix:  # the doubted fact alone rewritten, the rest kept
+        if self.line_patches and prefix and previous.startswith(prefix):  # the doubted fact alone rewritten, the rest kept
             candidates += [p for c in continuations if (p := patch_line(previous, len(prefix), c))]
         out: list[str] = []
         seen = {tuple(previous.split())}  # texts equal up to whitespace count once
@@ -167,14 +169,19 @@ class LocalGenerator:
                 out.append(candidate)
         return out
 
+    def head(self, domain_text: str) -> str:
+        """What the decoder writes before the model: with ``problem_name="domain"`` the problem's
+        name and domain, up to ``(:objects`` (a head cut after a newline splits a token training
+        never split); else nothing."""
+        if self.problem_name != "domain":
+            return ""
+        name = domain_name(domain_text) or "problem"
+        return f"(define (problem {name})\n  (:domain {name})\n  (:objects"
+
     def generate(self, description: str, domain_text: str, feedback: Feedback | None) -> str:
         if feedback is None:
             self._check_domain(domain_text)
-            head = ""
-            if self.problem_name == "domain":  # the decoder names the problem; the model goes on from there
-                name = domain_name(domain_text) or "problem"
-                # up to "(:objects": a head cut after a newline splits a token training never split
-                head = f"(define (problem {name})\n  (:domain {name})\n  (:objects"
+            head = self.head(domain_text)
             [text] = self._complete(generation_prompt(description), 1, self.temperature, self.seed,
                                     domain_text, head)
             return extract_problem(head + text)

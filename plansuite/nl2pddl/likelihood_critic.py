@@ -21,6 +21,11 @@ without them too (:meth:`LikelihoodCritic.equivalent_readings`), and the critic 
 reading it finds most likely: the generator writes what a description states, and the implied
 facts are not stated.
 
+A generator that copied a fact wrong (``(on d b)`` for "c rests on b") finds its own copy likely,
+so with ``mentions`` (the default) the critic first asks the description itself: where it names
+every object of the candidate, a fact relating objects no clause names together, or a clause no
+fact states, is rejected before any likelihood is read (:mod:`~plansuite.nl2pddl.mentions`).
+
 Unlike the classifier critic (``critic=learned``, :class:`plansuite.nl2pddl.learned.LearnedCritic`)
 it needs no training of its own: only a threshold, chosen on the held-out corruptions of a
 dataset's ``val`` split (``calibrate_on=DATA_DIR``, the default with ``data_dir`` set) to
@@ -53,6 +58,7 @@ from plansuite.nl2pddl.critic import CriticVerdict, verdict_label
 from plansuite.nl2pddl.dataset import END, generation_prompt
 from plansuite.nl2pddl.general_semantics import complete_goal
 from plansuite.nl2pddl.generators import problem_name_setting, section_starts
+from plansuite.nl2pddl.mentions import mention_verdict
 from plansuite.nl2pddl.worlds import SearchBudgetExceeded, implied_literals, world_for
 from plansuite.pddl.model import Atom, Domain, Problem, parse_atom_text, problem_to_pddl
 from plansuite.pddl.parse import load_domain, parse_problem
@@ -170,7 +176,9 @@ class LikelihoodCritic:
 
     def __init__(self, export: str | Path, device: str = "cpu", threshold: float | None = None,
                  calibrate_on: str | Path | None = None, calibrate_split: str = "val",
-                 calibrate_limit: int | None = None, batch_size: int = 16, problem_name: str = "model"):
+                 calibrate_limit: int | None = None, batch_size: int = 16, problem_name: str = "model",
+                 mentions: bool = True):
+        self.mentions = mentions
         self.problem_name = problem_name_setting(problem_name, "critic.problem_name")
         if not export:
             raise ConfigError("critic=likelihood: critic.export (a problem_generator export) is required")
@@ -318,11 +326,29 @@ class LikelihoodCritic:
                    f"(p = {doubt.probability:.2g} < {self.threshold:.2g})")
         return CriticVerdict(False, kind, round(doubt.probability, 6), message, quote, line)
 
+    def mention_verdict(self, description: str, problem_text: str) -> CriticVerdict | None:
+        """With ``mentions``, the rejection of a fact the description never states
+        (:mod:`~plansuite.nl2pddl.mentions`), else ``None`` (also for what does not parse)."""
+        if not self.mentions or self.domain is None:
+            return None
+        try:
+            objects = parse_problem(problem_text, self.domain, "<candidate>").objects
+        except PlansuiteError:
+            return None
+        return mention_verdict(description, problem_text, objects)
+
     def judge(self, description: str, problem_text: str) -> CriticVerdict:
+        if (verdict := self.mention_verdict(description, problem_text)) is not None:
+            return verdict
         [(read, doubt)] = self.doubts([description], [problem_text])
         return self._verdict(problem_text, read, doubt)
 
     def predict_examples(self, descriptions: list[str], problems: list[str]) -> list[str]:
         """The label each (description, problem) gets: ``match`` or the suspected kind."""
-        doubts = self.doubts(descriptions, problems)
-        return [verdict_label(self._verdict(p, read, d)) for p, (read, d) in zip(problems, doubts, strict=True)]
+        labels: list[str | None] = [None if (v := self.mention_verdict(d, p)) is None else verdict_label(v)
+                                    for d, p in zip(descriptions, problems, strict=True)]
+        rest = [i for i, label in enumerate(labels) if label is None]
+        doubts = self.doubts([descriptions[i] for i in rest], [problems[i] for i in rest])
+        for i, (read, doubt) in zip(rest, doubts, strict=True):
+            labels[i] = verdict_label(self._verdict(problems[i], read, doubt))
+        return [label for label in labels if label is not None]
