@@ -115,13 +115,14 @@ def random_models():
 
 
 def generate(policy: GeneratorPolicy, domain_name: str, n: int, constrained: bool,
-             temperature: float = 1.0, budget: int = 200, prefix: str = "") -> list[str]:
+             temperature: float = 1.0, budget: int = 200, prefix: str = "",
+             description: str | None = None) -> list[str]:
     tok = policy.tokenizer
     processor = None
     if constrained:
         texts = [decode(tok, [i]) for i in range(len(tok))]
         processor = ConstrainedProblemDecoding(ProblemGrammar(load_builtin(domain_name)), texts,
-                                               policy.stop_ids, [prefix] * n)
+                                               policy.stop_ids, [prefix] * n, description)
     gens = policy.generate(["DESCRIPTION: blocks\nPROBLEM:\n" + prefix] * n, temperature=temperature,
                            top_p=1.0, max_new_tokens=budget, seed=list(range(n)),
                            logits_processor=processor)
@@ -161,13 +162,17 @@ def test_the_local_backend_option_reaches_the_decoder(random_models, tmp_path):
     gen.policy, gen._grammars, gen._token_texts = random_models["blocksworld"], {}, None
     text = domain_file("blocksworld").read_text()
     gen.constrained, gen.distinct_atoms, gen.valid_states = True, False, False
-    processor = gen._processor(text, [""])
+    gen.stated_relations = True
+    processor = gen._processor(text, [""], "Blocks a and b. Block a is on block b.")
     assert isinstance(processor, ConstrainedProblemDecoding) and not processor.grammar.distinct_atoms
     assert processor.grammar.world is None
+    assert processor.prefix_states[0].parse.together is not None
+    gen.stated_relations = False
+    assert gen._processor(text, [""], "Blocks a and b.").prefix_states[0].parse.together is None
     gen._grammars, gen.valid_states = {}, "auto"
-    assert gen._processor(text, [""]).grammar.world is not None
+    assert gen._processor(text, [""], None).grammar.world is not None
     gen.constrained = False
-    assert gen._processor(text, [""]) is None
+    assert gen._processor(text, [""], None) is None
 
 
 def test_no_fact_twice_and_never_a_dead_end():
@@ -255,3 +260,25 @@ def test_inside_an_atom_only_one_space_separates_its_words():
     assert g.feed(g.start(), head + " rooma)\n  )") is not None
     for bad in ("\n rooma)", "  rooma)", "\trooma)"):
         assert g.feed(g.start(), head + bad) is None, bad
+
+
+@pytest.mark.parametrize("name", DOMAINS)
+def test_a_random_model_started_with_an_explicit_description_writes_only_stated_relations(random_models, name):
+    """Under ``stated_relations`` (the decoder started with the description), every fact relating
+    two or more objects relates objects one clause names together, once the declared objects are
+    all named in the text; without the description, a random model writes others."""
+    from plansuite.nl2pddl.mentions import problem_facts, unsupported_facts
+
+    domain = load_builtin(name)
+    reference = references(name, 1, seed=3)[0]
+    objects = list(parse_problem(reference, domain).objects)
+    facts = problem_facts(reference)
+    description = f"Objects {', '.join(objects)}. " + "; ".join(
+        " with ".join(f[1].strip("()").split()[1:]) for f in facts) + "."
+    prefix = reference.split("(:init")[0].rstrip()  # the reference's objects: all named in the text
+    stated = generate(random_models[name], name, 6, True, prefix=prefix, budget=160, description=description)
+    free = generate(random_models[name], name, 6, True, prefix=prefix, budget=160)
+    for text in stated:
+        assert_consistent(text, domain)
+        assert unsupported_facts(description, objects, problem_facts(text)) == [], text
+    assert any(unsupported_facts(description, objects, problem_facts(t)) for t in free)

@@ -23,7 +23,11 @@ both on the table and in the hand, no two blocks on one, no ball in two rooms. A
 generator's commonest abstract-scene error is such a state (a goal that "cannot hold in any
 valid state"); the decoder makes it write a fact that fits instead. A predicate or argument is
 allowed only while some completion of the atom is still new (and fits), so the decoder never
-writes itself into a dead end. Whitespace runs are limited (``MAX_WS``), and inside an atom to
+writes itself into a dead end. Started with the description (``start(description)``), and where
+that description names every declared object (an explicit one, fact by fact), an atom relating two
+or more objects is allowed only if one clause of the description names them together
+(:meth:`ProblemGrammar._stated`): a generator that copies a long description sometimes writes
+``(on d b)`` for "c rests on b", a fact no clause states. Whitespace runs are limited (``MAX_WS``), and inside an atom to
 one space (a generator unsure of an argument otherwise "writes" newlines: ``(at-robby`` then eight
 of them), names to ``MAX_NAME`` characters, and text is lower case (the datasets' convention; PDDL is case-insensitive anyway).
 
@@ -50,11 +54,19 @@ raises :class:`~plansuite.errors.ConfigError` for them.
 'b))(:goal(and)))'
 >>> g.feed(g.start(), head + "b) (on a b)") is None  # no fact twice (distinct_atoms=True)
 True
+
+Started with an explicit description, a fact must relate objects some clause names together:
+
+>>> s = g.start("Blocks a, b and c. Block a sits on block b; c is on the table.")
+>>> three = "(define (problem p) (:domain blocksworld-4ops) (:objects a b c) (:init (on a "
+>>> g.feed(s, three + "b)") is not None, g.feed(s, three + "c)"), g.feed(g.start(), three + "c)") is not None
+(True, None, True)
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -62,6 +74,7 @@ from functools import lru_cache
 import torch
 
 from plansuite.errors import ConfigError
+from plansuite.nl2pddl.mentions import clauses
 from plansuite.nl2pddl.worlds import World, find_state, world_for
 from plansuite.pddl.model import ROOT_TYPE, Atom, Domain
 
@@ -94,6 +107,8 @@ class ParseState:
     pred: str = ""
     args: tuple[str, ...] = ()
     atoms: frozenset[tuple[str, ...]] = frozenset()  # INIT/GOAL: atoms written in this section
+    # the description's clauses as sets of words (start(description)): None, no stated relations
+    together: tuple[frozenset[str], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -135,8 +150,29 @@ class ProblemGrammar:
         self._fitting_atoms = lru_cache(maxsize=65536)(self._fitting_atoms_uncached)
 
     # ---- lexeme level ----------------------------------------------------------------------
-    def start(self) -> State:
-        return State(ParseState())
+    def start(self, description: str | None = None) -> State:
+        """The state before any text; with ``description``, atoms keep to its stated relations
+        (see :meth:`_stated`)."""
+        if description is None:
+            return State(ParseState())
+        return State(ParseState(together=tuple(frozenset(re.findall(r"[\w-]+", c.lower()))
+                                               for c in clauses(description))))
+
+    def _copying(self, ps: ParseState) -> bool:
+        """Do stated relations apply: a description given that names every declared object (as an
+        explicit description does, fact by fact; an abstract one names few or none)."""
+        if ps.together is None or not ps.objects:
+            return False
+        words = frozenset().union(*ps.together)
+        return all(o in words for o, _ in ps.objects)
+
+    def _stated(self, ps: ParseState, atom: Atom) -> bool:
+        """An atom relating two or more declared objects only where one clause of the description
+        names them together: the fact-by-fact text states every fact in a clause of its own, so
+        ``(on d b)`` where no clause names d and b is a copy error, never a fact the text states
+        (the check :mod:`~plansuite.nl2pddl.mentions` makes of a finished candidate)."""
+        args = set(atom[1:]) - set(self.constants)
+        return len(args) < 2 or any(args <= words for words in ps.together or ())
 
     def _usable_uncached(self, objects: tuple[tuple[str, str], ...]) -> dict[str, tuple[tuple[str, ...], ...]]:
         """Predicate -> the objects each argument may be, for predicates every argument can fill."""
@@ -154,8 +190,14 @@ class ProblemGrammar:
         Its completions number the product of the remaining arguments' choices; it is closed
         when the section already holds that many atoms with this prefix.
         """
+        copying = self._copying(ps)
         if self.world is not None:
-            return any(atom[:len(prefix)] == prefix for atom in self._fitting_atoms(ps.objects, ps.atoms))
+            return any(atom[:len(prefix)] == prefix and (not copying or self._stated(ps, atom))
+                       for atom in self._fitting_atoms(ps.objects, ps.atoms))
+        if copying:
+            rest = self._usable(ps.objects)[prefix[0]][len(prefix) - 1:]
+            return any(self._stated(ps, atom) and not (self.distinct_atoms and atom in ps.atoms)
+                       for atom in ((*prefix, *more) for more in itertools.product(*rest)))
         if not self.distinct_atoms:
             return True
         completions = 1
@@ -367,7 +409,7 @@ class ConstrainedProblemDecoding:
     """
 
     def __init__(self, grammar: ProblemGrammar, token_texts: Sequence[str], stop_ids: Iterable[int],
-                 prefixes: Sequence[str]):
+                 prefixes: Sequence[str], description: str | None = None):
         self.grammar, self.token_texts = grammar, list(token_texts)
         self.stop_ids = sorted(set(stop_ids))
         self.vocab = len(self.token_texts)
@@ -381,7 +423,7 @@ class ConstrainedProblemDecoding:
                 node = node.children.setdefault(ch, _Node())
             node.ids.append(i)
         self.rows: dict[int, tuple[int, State | None]] = {}
-        self.prefix_states = [grammar.feed(grammar.start(), p) for p in prefixes]
+        self.prefix_states = [grammar.feed(grammar.start(description), p) for p in prefixes]
         for row, state in enumerate(self.prefix_states):
             if state is None:
                 raise ConfigError(f"constrained decoding: the kept prefix of row {row} is not a "

@@ -10,6 +10,8 @@
   freely, to measure what the constraint adds; ``distinct_atoms`` (on by default) also forbids
   writing a fact twice in ``:init`` or the goal, and ``valid_states`` (``auto``: where the domain
   has a state model) a fact no valid state holds together with the section's earlier ones;
+  ``stated_relations`` (on by default) a fact relating objects that no clause of a description
+  naming every declared object names together (:meth:`~plansuite.nl2pddl.constrained.ProblemGrammar.start`);
 - first attempt (``feedback is None``): decode ``DESCRIPTION: ... PROBLEM:`` at ``temperature``
   (0 = greedy, the default);
 - a repair attempt (``feedback`` given): the model was never trained on feedback text, so it
@@ -82,7 +84,7 @@ class LocalGenerator:
                  seed: int = 0, max_new_tokens: int | None = None,
                  constrained: bool | str = "auto", distinct_atoms: bool = True,
                  valid_states: bool | str = "auto", line_patches: bool = True,
-                 problem_name: str = "model"):
+                 problem_name: str = "model", stated_relations: bool = True):
         if samples < 1:
             raise ConfigError(f"backend.samples={samples}: must be >= 1")
         if constrained not in (True, False, "auto"):
@@ -96,6 +98,7 @@ class LocalGenerator:
         if valid_states not in (True, False, "auto"):
             raise ConfigError(f"backend.valid_states={valid_states}: choose true, false or auto")
         self.valid_states, self.line_patches = valid_states, line_patches
+        self.stated_relations = stated_relations
         self.problem_name = problem_name_setting(problem_name, "backend.problem_name")
         self._grammars: dict[str, ProblemGrammar] = {}
         self._strips: dict[str, bool] = {}  # domain text -> does the grammar cover it
@@ -125,21 +128,24 @@ class LocalGenerator:
             return self._strips[domain_text]
         return bool(self.constrained)
 
-    def _processor(self, domain_text: str, prefixes: list[str]) -> ConstrainedProblemDecoding | None:
+    def _processor(self, domain_text: str, prefixes: list[str],
+                   description: str | None) -> ConstrainedProblemDecoding | None:
         if not self.uses_constraint(domain_text):
             return None
         if self._token_texts is None:
             tok = self.policy.tokenizer
             self._token_texts = [decode(tok, [i]) for i in range(len(tok))]
         return ConstrainedProblemDecoding(self.grammar(domain_text), self._token_texts,
-                                          self.policy.stop_ids, prefixes)
+                                          self.policy.stop_ids, prefixes,
+                                          description if self.stated_relations else None)
 
-    def _complete(self, prompt: str, n: int, temperature: float, seed: int, domain_text: str,
+    def _complete(self, description: str, n: int, temperature: float, seed: int, domain_text: str,
                   prefix: str = "") -> list[str]:
+        prompt = generation_prompt(description)
         gens = self.policy.generate([prompt + prefix] * n, temperature=temperature, top_p=self.top_p,
                                     max_new_tokens=self.max_new_tokens,
                                     seed=[seed + i for i in range(n)] if temperature > 0 else None,
-                                    logits_processor=self._processor(domain_text, [prefix] * n))
+                                    logits_processor=self._processor(domain_text, [prefix] * n, description))
         return [g.text for g in gens]  # a trailing END is dropped by extract_problem
 
     def rewrites(self, description: str, domain_text: str, feedback: Feedback) -> list[str]:
@@ -151,13 +157,15 @@ class LocalGenerator:
         prefix = previous[:resample_from(previous, feedback.diagnostics)]
         if len(encode(self.policy.tokenizer, [prompt + prefix])[0]) > self.policy.context - REWRITE_ROOM:
             prefix = ""  # a runaway candidate: keeping it would leave no room to rewrite the rest
-        if (self.uses_constraint(domain_text)
-                and self.grammar(domain_text).feed(self.grammar(domain_text).start(), prefix) is None):
-            prefix = ""  # written without the constraint: it cannot be continued under it
+        if self.uses_constraint(domain_text):
+            grammar = self.grammar(domain_text)
+            start = grammar.start(description if self.stated_relations else None)
+            if grammar.feed(start, prefix) is None:
+                prefix = ""  # written without the constraint: it cannot be continued under it
         if not prefix:
             prefix = self.head(domain_text)  # a rewrite of everything still starts with the decoder's name
         seed = self.seed * 1_000_003 + zlib.crc32(previous.encode())  # reproducible, new per attempt
-        continuations = self._complete(prompt, self.samples, self.retry_temperature, seed, domain_text, prefix)
+        continuations = self._complete(description, self.samples, self.retry_temperature, seed, domain_text, prefix)
         candidates = [extract_problem(prefix + c) for c in continuations]
         if self.line_patches and prefix and previous.startswith(prefix):  # the doubted fact alone rewritten, the rest kept
             candidates += [p for c in continuations if (p := patch_line(previous, len(prefix), c))]
@@ -182,8 +190,7 @@ class LocalGenerator:
         if feedback is None:
             self._check_domain(domain_text)
             head = self.head(domain_text)
-            [text] = self._complete(generation_prompt(description), 1, self.temperature, self.seed,
-                                    domain_text, head)
+            [text] = self._complete(description, 1, self.temperature, self.seed, domain_text, head)
             return extract_problem(head + text)
         return next(iter(self.rewrites(description, domain_text, feedback)), feedback.previous)
 
