@@ -190,10 +190,33 @@ def test_local_backend_that_cannot_change_its_answer_ends_the_loop_unchanged(gen
     gen = LocalGenerator(generator_export[0])
     bad = "(define (problem p) (:domain blocksworld-4ops) (:objects a) (:init (clear zz)) (:goal (and)))"
     # a model that always continues the kept prefix (here: up to (:init) into the same problem
-    gen._complete = lambda prompt, n, temperature, seed, domain_text, prefix="": [bad[len(prefix):]] * n
+    gen._complete = lambda description, n, temperature, seed, domain_text, prefix="": [bad[len(prefix):]] * n
     result = repair(load_pairs(data, "test")[0].description, gen,
                     OperationalChecker(builtin_path("blocksworld")), max_attempts=4)
     assert [a.text for a in result.attempts] == [bad, bad] and result.stop == "unchanged"
+
+
+def test_local_backend_backs_off_to_the_section_then_the_head_when_every_rewrite_repeats(generator_export, data):
+    """Continuations from the doubted fact that all repeat the candidate (the facts kept before it
+    leave one way on) are followed by continuations from the start of its section."""
+    gen = LocalGenerator(generator_export[0], samples=2)
+    domain_text = builtin_path("blocksworld").read_text()
+    previous = load_pairs(data, "test")[0].problem
+    lines = previous.split("\n")
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("(on-table"))
+    doubted = Diagnostic("critic-init", "c", f"init {lines[at].strip()}", "doubt", at + 1)
+    init = previous.index("\n  (:init")
+    asked: list[str] = []
+
+    def complete(description, n, temperature, seed, domain_text, prefix=""):
+        asked.append(prefix)  # the same problem again from the fact; a new one from the section
+        rest = previous[len(prefix):]
+        return [rest if len(prefix) > init else rest.replace(lines[at] + "\n", "", 1)] * n
+
+    gen._complete = complete
+    out = gen.rewrites("any", domain_text, Feedback(previous, (doubted,), "fix"))
+    assert [len(p) for p in asked] == [len(previous[:resample_from(previous, [doubted])]), init]
+    assert len(out) == 1 and out[0].split() != previous.split()
 
 
 def test_critic_trains_and_judges_with_a_kind(critic_export, data):

@@ -24,8 +24,9 @@
   doubted fact, each continuation's first line also becomes a *patch*: the previous candidate with
   that one fact replaced (or dropped) and every later fact kept
   (:func:`~plansuite.nl2pddl.generators.patch_line`). It returns the first candidate that differs
-  from the previous one; if all repeat it, it returns the previous candidate, and the loop stops
-  with ``unchanged``. :meth:`LocalGenerator.rewrites` returns all the distinct ones instead, for
+  from the previous one; if all repeat it, it resamples from the start of the doubted fact's
+  section, then from the head, and if those repeat it too it returns the previous candidate, and
+  the loop stops with ``unchanged``. :meth:`LocalGenerator.rewrites` returns all the distinct ones instead, for
   a loop that checks each (``check_rewrites``, :func:`~plansuite.nl2pddl.repair.repair`);
 - ``problem_name="domain"``: the decoder writes the problem's name (the domain's) and its
   ``(:domain`` line, and the model goes on from ``(:objects``. The name means nothing to equivalence, but the training targets'
@@ -42,6 +43,7 @@ P(match) >= threshold), and a rejection names the most probable mismatch kind.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import zlib
 from pathlib import Path
@@ -150,24 +152,43 @@ class LocalGenerator:
 
     def rewrites(self, description: str, domain_text: str, feedback: Feedback) -> list[str]:
         """The distinct candidates, in sampling order, among ``samples`` resampled continuations
-        of the previous candidate's kept prefix that differ from it (see the module docstring)."""
+        of the previous candidate's kept prefix that differ from it (see the module docstring).
+        When every continuation from the doubted fact repeats the previous candidate (the facts
+        kept before it leave the generator one way on), it backs off: from the start of that
+        fact's section, then from the head."""
         self._check_domain(domain_text)
-        prompt = generation_prompt(description)
         previous = feedback.previous
-        prefix = previous[:resample_from(previous, feedback.diagnostics)]
-        if len(encode(self.policy.tokenizer, [prompt + prefix])[0]) > self.policy.context - REWRITE_ROOM:
+        fine = resample_from(previous, feedback.diagnostics)
+        coarse = resample_from(previous, [dataclasses.replace(d, construct=d.construct.split(" ")[0], line=None)
+                                          for d in feedback.diagnostics])
+        tried: set[str] = set()
+        for backoff, cut in enumerate((fine, coarse, 0)):
+            prefix = self._kept_prefix(description, domain_text, previous[:cut])
+            if prefix in tried:
+                continue
+            tried.add(prefix)
+            if out := self._rewrites_from(description, domain_text, previous, prefix, backoff):
+                return out
+        return []
+
+    def _kept_prefix(self, description: str, domain_text: str, prefix: str) -> str:
+        """``prefix`` if a rewrite can go on from it, else the head (see :meth:`head`)."""
+        if len(encode(self.policy.tokenizer, [generation_prompt(description) + prefix])[0]) \
+                > self.policy.context - REWRITE_ROOM:
             prefix = ""  # a runaway candidate: keeping it would leave no room to rewrite the rest
         if self.uses_constraint(domain_text):
             grammar = self.grammar(domain_text)
-            start = grammar.start(description if self.stated_relations else None)
-            if grammar.feed(start, prefix) is None:
+            if grammar.feed(grammar.start(description if self.stated_relations else None), prefix) is None:
                 prefix = ""  # written without the constraint: it cannot be continued under it
-        if not prefix:
-            prefix = self.head(domain_text)  # a rewrite of everything still starts with the decoder's name
-        seed = self.seed * 1_000_003 + zlib.crc32(previous.encode())  # reproducible, new per attempt
+        return prefix or self.head(domain_text)  # a rewrite of everything still starts with the decoder's name
+
+    def _rewrites_from(self, description: str, domain_text: str, previous: str, prefix: str,
+                       backoff: int) -> list[str]:
+        # reproducible, new per attempt (and per back-off)
+        seed = self.seed * 1_000_003 + zlib.crc32(previous.encode()) + 7919 * backoff
         continuations = self._complete(description, self.samples, self.retry_temperature, seed, domain_text, prefix)
         candidates = [extract_problem(prefix + c) for c in continuations]
-        if self.line_patches and prefix and previous.startswith(prefix):  # the doubted fact alone rewritten, the rest kept
+        if self.line_patches and prefix and previous.startswith(prefix):  # the doubted fact alone rewritten
             candidates += [p for c in continuations if (p := patch_line(previous, len(prefix), c))]
         out: list[str] = []
         seen = {tuple(previous.split())}  # texts equal up to whitespace count once
