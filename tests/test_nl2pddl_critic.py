@@ -243,3 +243,27 @@ def test_mention_check_accepts_every_reference_and_catches_copied_facts_with_wro
             assert verdict.quote in (wrong, None)
     assert explicit > 10 and tried > 10
     assert rejected >= 0.9 * tried, (rejected, tried)  # a clause may relate the new pair for another fact
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_mention_check_rejects_an_object_declared_for_nothing(name, tmp_path):
+    """An extra object in ``:objects`` that no fact mentions and the text never names (a generator
+    declaring four balls for two) is rejected as an object mismatch, quoted on its line, for
+    explicit and abstract descriptions alike; the references themselves declare none."""
+    from plansuite.nl2pddl.dataset import build_nl2pddl, load_pairs
+    from plansuite.nl2pddl.mentions import mention_verdict
+
+    domain = load_builtin(name)
+    build_nl2pddl(SPECS[name], domain, builtin_path(name).read_text(), tmp_path, seed=4, progress=lambda _: None)
+    styles = set()
+    for pair in load_pairs(tmp_path, "test"):
+        assert "(:objects " in pair.target
+        padded = pair.target.replace("(:objects ", "(:objects spare7 ", 1)
+        objects = parse_problem(padded, domain).objects
+        assert "spare7" in objects
+        verdict = mention_verdict(pair.description, padded, objects)
+        assert verdict is not None and not verdict.accepted and verdict.kind == "object", pair.id
+        assert verdict.quote == "spare7"
+        assert "spare7" in padded.split("\n")[verdict.line - 1]
+        styles.add(pair.style)
+    assert styles == {"explicit", "abstract"}

@@ -22,9 +22,10 @@ reading it finds most likely: the generator writes what a description states, an
 facts are not stated.
 
 A generator that copied a fact wrong (``(on d b)`` for "c rests on b") finds its own copy likely,
-so with ``mentions`` (the default) the critic first asks the description itself: where it names
-every object of the candidate, a fact relating objects no clause names together, or a clause no
-fact states, is rejected before any likelihood is read (:mod:`~plansuite.nl2pddl.mentions`).
+so with ``mentions`` (the default) the critic first asks the description itself: an object no
+fact mentions and the text never names, and, where the text names every object of the candidate,
+a fact relating objects no clause names together, or a clause no fact states, is rejected before
+any likelihood is read (:mod:`~plansuite.nl2pddl.mentions`).
 
 Unlike the classifier critic (``critic=learned``, :class:`plansuite.nl2pddl.learned.LearnedCritic`)
 it needs no training of its own: only a threshold, chosen on the held-out corruptions of a

@@ -7,7 +7,10 @@ names the fact's objects. So a fact relating two or more objects that no clause 
 from the text, whatever the generator believes. The reverse holds too: a clause naming exactly
 the objects of some fact the domain could state (two blocks, "block e rests on block h") needs a
 fact relating exactly those objects, and a candidate that has none (``(on-table e)`` instead)
-left that clause out.
+left that clause out. And whatever the description, an object that no fact of the candidate
+mentions and the text never names was declared for nothing (a fourth ball for a two-ball scene):
+it is checked first, since it also hides the candidate from the checks above (the text no longer
+names every object).
 
 The check knows nothing of the domain's predicates or of the description's wording: only the
 candidate's object names, found as whole words, and clauses cut at punctuation and "and". It
@@ -103,6 +106,28 @@ def unstated_relations(description: str, objects: Iterable[str], facts: list[Fac
     return out
 
 
+def idle_objects(description: str, objects: Iterable[str], facts: list[Fact]) -> list[str]:
+    """The declared ``objects`` (in order) that no fact mentions and the description never names:
+    declared for nothing, like a fourth ball in the ``:objects`` of a two-ball description.
+
+    >>> facts = [("init", "(at blue hall)", 5), ("init", "(at red hall)", 6)]
+    >>> idle_objects("Two balls, blue and red, in the hall.", ["blue", "green", "red", "hall"], facts)
+    ['green']
+    """
+    used = frozenset().union(*(atom_names(f[1]) for f in facts))
+    spoken = named(description, objects)
+    return [o for o in objects if o not in used and o not in spoken]
+
+
+def declared_at(problem_text: str, name: str) -> int | None:
+    """The line of ``problem_text`` where ``:objects`` declares ``name`` (``None`` if it does not)."""
+    start = section_starts(problem_text).get("objects")
+    if start is None:
+        return None
+    m = re.compile(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", re.IGNORECASE).search(problem_text, start)
+    return None if m is None else problem_text.count("\n", 0, m.start()) + 1
+
+
 def problem_facts(problem_text: str) -> list[Fact]:
     """The atoms written in ``:init`` and ``:goal`` of a problem text, with their section and line.
 
@@ -123,13 +148,22 @@ def problem_facts(problem_text: str) -> list[Fact]:
 
 
 def mention_verdict(description: str, problem_text: str, objects: Iterable[str]) -> CriticVerdict | None:
-    """A rejection naming the first fact no clause supports, or the first clause no fact states;
-    ``None`` when the check finds nothing or does not apply (the description does not name
-    every object)."""
+    """A rejection naming the first object declared for nothing (any description), else, where
+    the description names every object, the first fact no clause supports or the first clause no
+    fact states; ``None`` when the check finds nothing.
+
+    An idle object is checked first and for abstract descriptions too: a problem's objects are
+    there to be related, and an extra one hides the others from the checks below (the text no
+    longer names every object), as it did for a Gripper generator declaring four balls for two.
+    """
     objects = [o.lower() for o in objects]
+    facts = problem_facts(problem_text)
+    if idle := idle_objects(description, objects, facts):
+        return CriticVerdict(False, "object", 0.0,
+                             f"{idle[0]} is declared, but no fact mentions it and the description never names it",
+                             idle[0], declared_at(problem_text, idle[0]))
     if not names_every_object(description, objects):
         return None
-    facts = problem_facts(problem_text)
     if bad := unsupported_facts(description, objects, facts):
         section, atom, line = bad[0]
         return CriticVerdict(False, KIND_OF_SECTION[section], 0.0,
