@@ -219,6 +219,24 @@ def test_local_backend_backs_off_to_the_section_then_the_head_when_every_rewrite
     assert len(out) == 1 and out[0].split() != previous.split()
 
 
+def test_local_backend_drops_an_object_the_critic_quotes_even_when_every_rewrite_repeats(generator_export, data):
+    """A generator sure of its object list writes the idle object again from every cut; the
+    quoted object dropped from ``:objects`` is still among the rewrites, and comes first."""
+    gen = LocalGenerator(generator_export[0], samples=2)
+    domain_text = builtin_path("blocksworld").read_text()
+    reference = load_pairs(data, "test")[0].problem
+    previous = reference.replace("(:objects ", "(:objects spare7 ", 1)
+    line = next(i for i, text in enumerate(previous.split("\n"), 1) if "spare7" in text)
+    idle = Diagnostic("critic-object", "c", "objects spare7", "declared for nothing", line)
+    unpatched = LocalGenerator(generator_export[0], samples=2, line_patches=False)
+    for backend in (gen, unpatched):
+        backend._complete = lambda description, n, temperature, seed, domain_text, prefix="": \
+            [previous[len(prefix):]] * n
+    out = gen.rewrites("any", domain_text, Feedback(previous, (idle,), "fix"))
+    assert [o.split() for o in out] == [reference.split()]
+    assert unpatched.rewrites("any", domain_text, Feedback(previous, (idle,), "fix")) == []  # line_patches' own
+
+
 def test_critic_trains_and_judges_with_a_kind(critic_export, data):
     export, results = critic_export
     assert results["kind"] == "critic" and "val/accuracy" in results["metrics"]

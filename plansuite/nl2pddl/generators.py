@@ -151,6 +151,25 @@ def resample_from(text: str, diagnostics: tuple[Diagnostic, ...] | list[Diagnost
     return 0 if cut == len(text) else cut
 
 
+def drop_declared(text: str, name: str) -> str | None:
+    """``text`` with ``name`` taken out of its ``:objects`` (``None`` where it is not declared
+    there): the patch for an object declared for nothing, which a generator sure of its object
+    list keeps writing however often it is resampled.
+
+    >>> drop_declared("(define (problem p)\\n  (:objects a b c - block)\\n  (:init (clear a)))", "b")
+    '(define (problem p)\\n  (:objects a c - block)\\n  (:init (clear a)))'
+    >>> drop_declared("(define (problem p) (:objects a) (:init (clear b)))", "b") is None
+    True
+    """
+    start = section_starts(text).get("objects")
+    if start is None:
+        return None
+    end = text.find(")", start)
+    end = len(text) if end < 0 else end
+    m = re.compile(r"[ \t]*(?<![\w-])" + re.escape(name) + r"(?![\w-])", re.IGNORECASE).search(text, start, end)
+    return None if m is None else text[:m.start()] + text[m.end():]
+
+
 def patch_line(previous: str, cut: int, continuation: str) -> str | None:
     """``previous`` with only the atom line right after ``cut`` rewritten: replaced by the first
     line of ``continuation`` (a resampled continuation from ``cut``, :func:`resample_from`), or

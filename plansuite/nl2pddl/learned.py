@@ -23,7 +23,8 @@
   (so runs are reproducible). With ``line_patches`` (the default), where a critic quoted the
   doubted fact, each continuation's first line also becomes a *patch*: the previous candidate with
   that one fact replaced (or dropped) and every later fact kept
-  (:func:`~plansuite.nl2pddl.generators.patch_line`). It returns the first candidate that differs
+  (:func:`~plansuite.nl2pddl.generators.patch_line`), and an object the critic quotes is also
+  dropped from ``:objects`` (:func:`~plansuite.nl2pddl.generators.drop_declared`). It returns the first candidate that differs
   from the previous one; if all repeat it, it resamples from the start of the doubted fact's
   section, then from the head, and if those repeat it too it returns the previous candidate, and
   the loop stops with ``unchanged``. :meth:`LocalGenerator.rewrites` returns all the distinct ones instead, for
@@ -58,6 +59,7 @@ from plansuite.nl2pddl.dataset import generation_prompt
 from plansuite.nl2pddl.generators import (
     BackendError,
     Feedback,
+    drop_declared,
     extract_problem,
     patch_line,
     problem_name_setting,
@@ -161,6 +163,8 @@ class LocalGenerator:
         fine = resample_from(previous, feedback.diagnostics)
         coarse = resample_from(previous, [dataclasses.replace(d, construct=d.construct.split(" ")[0], line=None)
                                           for d in feedback.diagnostics])
+        drops = [p for d in feedback.diagnostics if self.line_patches and d.kind == "critic-object"
+                 and " " in d.construct and (p := drop_declared(previous, d.construct.split(" ", 1)[1]))]
         tried: set[str] = set()
         for backoff, cut in enumerate((fine, coarse, 0)):
             prefix = self._kept_prefix(description, domain_text, previous[:cut])
@@ -168,8 +172,8 @@ class LocalGenerator:
                 continue
             tried.add(prefix)
             if out := self._rewrites_from(description, domain_text, previous, prefix, backoff):
-                return out
-        return []
+                return distinct(drops + out, previous)
+        return distinct(drops, previous)
 
     def _kept_prefix(self, description: str, domain_text: str, prefix: str) -> str:
         """``prefix`` if a rewrite can go on from it, else the head (see :meth:`head`)."""
@@ -190,13 +194,7 @@ class LocalGenerator:
         candidates = [extract_problem(prefix + c) for c in continuations]
         if self.line_patches and prefix and previous.startswith(prefix):  # the doubted fact alone rewritten
             candidates += [p for c in continuations if (p := patch_line(previous, len(prefix), c))]
-        out: list[str] = []
-        seen = {tuple(previous.split())}  # texts equal up to whitespace count once
-        for candidate in candidates:
-            if tuple(candidate.split()) not in seen:
-                seen.add(tuple(candidate.split()))
-                out.append(candidate)
-        return out
+        return distinct(candidates, previous)
 
     def head(self, domain_text: str) -> str:
         """What the decoder writes before the model: with ``problem_name="domain"`` the problem's
@@ -214,6 +212,21 @@ class LocalGenerator:
             [text] = self._complete(description, 1, self.temperature, self.seed, domain_text, head)
             return extract_problem(head + text)
         return next(iter(self.rewrites(description, domain_text, feedback)), feedback.previous)
+
+
+def distinct(candidates: list[str], previous: str) -> list[str]:
+    """``candidates`` in order, each once and none equal to ``previous`` (up to whitespace).
+
+    >>> distinct(["(a  b)", "(a b)", "(c)", "(d)"], "(c)")
+    ['(a  b)', '(d)']
+    """
+    out: list[str] = []
+    seen = {tuple(previous.split())}
+    for candidate in candidates:
+        if tuple(candidate.split()) not in seen:
+            seen.add(tuple(candidate.split()))
+            out.append(candidate)
+    return out
 
 
 class LearnedCritic:
