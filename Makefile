@@ -67,7 +67,7 @@ paper-cpu: install ## the paper's benchmark on this CPU (<= 2 h on 2 cores): pap
 	@test -n "$(PAPER_TEST)" -o "$(DOMAIN)" != blocksworld || echo "warning: ../shared/benchmarks/paper-blocksworld-test not found: evaluating on the dataset's own test split" >&2
 	$(PY) -m plansuite.pipeline $(PAPER_CPU) root=$(PAPER_CPU_DIR) seed=$(SEED) $(if $(and $(PAPER_TEST),$(filter blocksworld,$(DOMAIN))),instances=$(abspath $(PAPER_TEST))) $(ARGS)
 
-nl2pddl-cpu: install ## NL -> PDDL on this CPU (~1.5 h on 2 cores): data, problem generators (and weaker ones), likelihood critic, repair runs and paired tables, Blocksworld and Gripper
+nl2pddl-cpu: install ## NL -> PDDL on this CPU (~1.6 h on 2 cores): data, problem generators (and weaker ones), likelihood critic, repair runs and paired tables, Blocksworld and Gripper
 	$(PY) -m plansuite.pipeline nl2pddl_cpu root=$(NL2PDDL_DIR) seed=$(SEED) $(ARGS)
 
 reproduce: install ## paper scale on a GPU (pretrained gpt2): every table and figure; cached, resumable
