@@ -91,6 +91,8 @@ def _records(data: bytes) -> list[bytes]:
         if kind == 0:  # zero padding up to the next block
             pos += _BLOCK - pos % _BLOCK
             continue
+        if pos + 7 + length > len(data):
+            break  # the writer is still on this record (a run read while W&B's service flushes it)
         payload, pos = data[pos + 7:pos + 7 + length], pos + 7 + length
         if kind == _FULL:
             records.append(payload)

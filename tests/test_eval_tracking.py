@@ -119,3 +119,18 @@ def test_an_offline_training_run_says_how_to_sync_and_reads_back_its_whole_confi
     assert "domain:blocksworld-4ops" in run["tags"]  # the same name evaluation tags
     assert run["config"]["config"]["model"]["optim"]["lr"] == 0.0015  # Lightning's hparams
     assert run["config"]["config"]["data_dir"] == str(tiny_dataset)
+
+
+def test_a_run_file_read_while_its_last_record_is_written_gives_the_records_before_it():
+    """W&B's service may still be writing the last record when a run is read (``finished_run``
+    polls): the torn record is left for the next read, not parsed."""
+    import struct
+
+    from plansuite.tracking import _FULL, _records
+
+    def record(payload: bytes) -> bytes:
+        return struct.pack("<IHB", 0, len(payload), _FULL) + payload
+
+    data = b":W&B\x00\x00\x00" + record(b"first") + record(b"second")
+    assert _records(data) == [b"first", b"second"]
+    assert _records(data[:-3]) == [b"first"]  # "second" is half written
