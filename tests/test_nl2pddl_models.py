@@ -8,6 +8,7 @@ measured run is experiments/nl2pddl/RESULTS.md; the slow test at the end trains 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -235,6 +236,39 @@ def test_local_backend_drops_an_object_the_critic_quotes_even_when_every_rewrite
     out = gen.rewrites("any", domain_text, Feedback(previous, (idle,), "fix"))
     assert [o.split() for o in out] == [reference.split()]
     assert unpatched.rewrites("any", domain_text, Feedback(previous, (idle,), "fix")) == []  # line_patches' own
+
+
+def test_local_backend_seeds_a_reversed_fact_and_a_left_out_relation(generator_export, data):
+    """A generator sure of a fact it copied backwards (or of a stated relation it left out) writes
+    it again from every cut; the rewrites seeded with the fact's arguments reordered reach the
+    reference, and a relation the critic names seeds a fact over its objects in :init."""
+    domain_text = builtin_path("blocksworld").read_text()
+    reference = next(p.problem for p in load_pairs(data, "test") if re.search(r"\(on \w+ \w+\)", p.problem))
+    fact = re.search(r"\(on (\w+) (\w+)\)", reference)
+    x, y = fact.groups()
+    previous = reference.replace(fact.group(0), f"(on {y} {x})", 1)
+    line = previous[:previous.index(f"(on {y} {x})")].count("\n") + 1
+    asked: list[str] = []
+
+    def go_on(description, domain_text, prefixes, temperature, seed=0):
+        asked.extend(prefixes)
+        return [reference[len(p):] if reference.startswith(p) else "\n  )\n)" for p in prefixes]
+
+    gen, unpatched = LocalGenerator(generator_export[0], samples=2), \
+        LocalGenerator(generator_export[0], samples=2, line_patches=False)
+    for backend in (gen, unpatched):
+        backend._complete = lambda description, n, temperature, seed, domain_text, prefix="": \
+            [previous[len(prefix):]] * n
+        backend._continue = go_on
+    doubted = Diagnostic("critic-init", "c", f"init (on {y} {x})", "unlikely", line)
+    out = gen.rewrites("any", domain_text, Feedback(previous, (doubted,), "fix"))
+    assert reference.split() in [o.split() for o in out]
+    assert unpatched.rewrites("any", domain_text, Feedback(previous, (doubted,), "fix")) == []  # line_patches' own
+    asked.clear()
+    left_out = reference.replace(fact.group(0), "", 1)
+    gen.rewrites("any", domain_text, Feedback(left_out, (Diagnostic("critic", "c", f"relation {x} {y}", "unstated"),),
+                                               "fix"))
+    assert any(p.endswith(f"(:init\n    (on {x} {y})") for p in asked)
 
 
 def test_critic_trains_and_judges_with_a_kind(critic_export, data):

@@ -63,6 +63,7 @@ class CriticVerdict:
     message: str = ""
     quote: str | None = None  # what it doubts, e.g. "(on b1 b2)" (None: the section as a whole)
     line: int | None = None  # the line of the problem text where ``quote`` is
+    related: tuple[str, ...] = ()  # objects the description relates and no fact does (mention check)
 
 
 class Critic(Protocol):
@@ -160,6 +161,8 @@ def critic_diagnostic(verdict: CriticVerdict, source: str) -> Diagnostic:
     construct = KIND_SECTION.get(verdict.kind or "", "problem")
     if verdict.quote and verdict.kind in SECTION_OF_KIND:  # e.g. "init (on b1 b2)"
         construct = f"{SECTION_OF_KIND[verdict.kind]} {verdict.quote}"
+    elif verdict.related:  # e.g. "relation e h": a rewrite can seed a fact over them
+        construct = "relation " + " ".join(verdict.related)
     message = verdict.message or MISMATCH_HINTS.get(verdict.kind, MISMATCH_HINTS[None])
     if verdict.score is not None:
         message += f" (critic match probability {verdict.score:.2f})"

@@ -22,6 +22,7 @@ Any other class works with ``backend._target_=my.module.MyGenerator`` plus its a
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from collections.abc import Sequence
@@ -31,6 +32,7 @@ from typing import Protocol
 
 from plansuite.errors import ConfigError, PlansuiteError
 from plansuite.pddl.checks import Diagnostic
+from plansuite.pddl.model import Domain
 
 SYSTEM_PROMPT = ("You translate natural-language planning tasks into PDDL. Reply with exactly one "
                  "complete PDDL problem file for the given domain, and nothing else.")
@@ -168,6 +170,97 @@ def drop_declared(text: str, name: str) -> str | None:
     end = len(text) if end < 0 else end
     m = re.compile(r"[ \t]*(?<![\w-])" + re.escape(name) + r"(?![\w-])", re.IGNORECASE).search(text, start, end)
     return None if m is None else text[:m.start()] + text[m.end():]
+
+
+SEEDS_PER_DIAGNOSTIC = 8  # forced facts tried per diagnostic (a binary relation: 2 orders x 2 sections)
+
+
+def seeded_prefixes(text: str, diagnostics: Sequence[Diagnostic], domain: Domain,
+                    objects: dict[str, str]) -> list[str]:
+    """Prefixes of ``text`` that end with a fact the diagnostics point to but ``text`` lacks, for
+    the generator to go on from: the rewrites a resampled continuation does not find when the
+    generator is sure of its mistake.
+
+    - a critic diagnostic quoting a fact of two or more objects (``init (on b c)``): the fact with
+      its arguments in each other order the domain's types allow (``(on c b)``: "c rests on b"
+      copied backwards), written in the doubted fact's place, and first in its section (where the
+      facts kept before it contradict it, e.g. ``(on-table c)``);
+    - a ``relation`` diagnostic (objects a clause names together and no fact relates, from the
+      mention check: ``relation e h``): each fact of the domain over exactly those objects, first
+      in ``:init`` and first in ``:goal`` (the check does not know which the clause describes).
+
+    The loop judges each completed rewrite like any other, so a wrong seed costs one check.
+
+    >>> from plansuite.pddl.parse import parse_domain
+    >>> dom = parse_domain("(define (domain d) (:predicates (on ?x ?y) (clear ?x)) "
+    ...                    "(:action a :parameters (?x) :precondition (clear ?x) :effect (not (clear ?x))))")
+    >>> text = "(define (problem p)\\n  (:objects b c)\\n  (:init\\n    (clear b)\\n    (on b c)\\n  )\\n  (:goal (and\\n    (clear c)\\n  ))\\n)"
+    >>> for p in seeded_prefixes(text, [Diagnostic("critic-init", "c", "init (on b c)", "", 5)], dom, {"b": "object", "c": "object"}):
+    ...     print(repr(p[p.index("(:init"):]))
+    '(:init\\n    (clear b)\\n    (on c b)'
+    '(:init\\n    (on c b)'
+    >>> text = text.replace("(on b c)", "(clear c)")  # "b rests on c" left out
+    >>> for p in seeded_prefixes(text, [Diagnostic("critic", "c", "relation b c", "")], dom,
+    ...                          {"b": "object", "c": "object"}):
+    ...     print(repr(p[p.rindex("(:"):]))
+    '(:init\\n    (on b c)'
+    '(:goal (and\\n    (on b c)'
+    '(:init\\n    (on c b)'
+    '(:goal (and\\n    (on c b)'
+    """
+    starts = section_starts(text)
+    out: list[str] = []
+    for d in diagnostics:
+        section, _, quoted = d.construct.strip().partition(" ")
+        if d.kind in ("critic-init", "critic-goal") and quoted.startswith("(") and d.line:
+            name, *args = quoted.strip("() ").split()
+            if len(set(args)) < 2:
+                continue
+            seeds = [f"({name} {' '.join(p)})" for p in sorted(set(itertools.permutations(args)))
+                     if list(p) != args and _fits(domain, name, p, objects)]
+            at = resample_from(text, [d])
+            sections = [section]
+        elif section == "relation" and quoted:
+            names = quoted.split()
+            seeds = [f"({name} {' '.join(p)})" for name in sorted(domain.predicates)
+                     for p in sorted(set(itertools.permutations(names)))
+                     if len(domain.predicates[name]) == len(names) and _fits(domain, name, p, objects)]
+            at, sections = None, ["init", "goal"]
+        else:
+            continue
+        found: list[str] = []
+        for seed in seeds:
+            if at:  # in the doubted fact's place
+                found.append(f"{text[:at]}\n{_indent_after(text, at)}{seed}")
+            for name in sections:
+                if (opened := _section_opening(text, starts, name)) is not None:
+                    found.append(f"{text[:opened]}\n{_indent_after(text, opened)}{seed}")
+        out += [p for p in found if p not in out][:SEEDS_PER_DIAGNOSTIC]
+    return out
+
+
+def _fits(domain: Domain, predicate: str, args: Sequence[str], objects: dict[str, str]) -> bool:
+    types = domain.predicates.get(predicate)
+    return types is not None and len(types) == len(args) and all(
+        a in objects and domain.is_subtype(objects[a], t) for a, t in zip(args, types, strict=True))
+
+
+def _section_opening(text: str, starts: dict[str, int], section: str) -> int | None:
+    """The end of the line opening ``section`` (``  (:init``, ``  (:goal (and``), where its first
+    fact goes; ``None`` when the section is absent or its opening line holds facts too."""
+    if section not in starts:
+        return None
+    end = text.find("\n", starts[section])
+    if end < 0 or not re.fullmatch(r"\(\s*:(init|goal)(\s*\(\s*and)?\s*", text[starts[section]:end]):
+        return None
+    return end
+
+
+def _indent_after(text: str, at: int) -> str:
+    """The indentation of the line after offset ``at`` (four spaces where there is none)."""
+    line = text[at:].lstrip("\n").split("\n", 1)[0]
+    indent = line[:len(line) - len(line.lstrip())]
+    return indent if indent and _atom_line(line) else "    "
 
 
 def patch_line(previous: str, cut: int, continuation: str) -> str | None:

@@ -24,7 +24,10 @@
   doubted fact, each continuation's first line also becomes a *patch*: the previous candidate with
   that one fact replaced (or dropped) and every later fact kept
   (:func:`~plansuite.nl2pddl.generators.patch_line`), and an object the critic quotes is also
-  dropped from ``:objects`` (:func:`~plansuite.nl2pddl.generators.drop_declared`). It returns the first candidate that differs
+  dropped from ``:objects`` (:func:`~plansuite.nl2pddl.generators.drop_declared`), and the
+  generator goes on greedily from *seeded* facts: a doubted fact with its arguments reordered, a
+  fact over objects a clause relates and no fact does
+  (:func:`~plansuite.nl2pddl.generators.seeded_prefixes`). It returns the first candidate that differs
   from the previous one; if all repeat it, it resamples from the start of the doubted fact's
   section, then from the head, and if those repeat it too it returns the previous candidate, and
   the loop stops with ``unchanged``. :meth:`LocalGenerator.rewrites` returns all the distinct ones instead, for
@@ -49,7 +52,7 @@ import re
 import zlib
 from pathlib import Path
 
-from plansuite.errors import ConfigError
+from plansuite.errors import ConfigError, PlansuiteError
 from plansuite.models.export import load_export
 from plansuite.models.inference import GeneratorPolicy, class_probabilities
 from plansuite.models.tokenizer import decode, encode
@@ -64,8 +67,10 @@ from plansuite.nl2pddl.generators import (
     patch_line,
     problem_name_setting,
     resample_from,
+    seeded_prefixes,
 )
-from plansuite.pddl.parse import parse_domain
+from plansuite.pddl.checks import Diagnostic
+from plansuite.pddl.parse import parse_domain, parse_problem
 
 REWRITE_ROOM = 96  # tokens a repair needs after the kept prefix (a goal section is ~20-80)
 
@@ -145,11 +150,16 @@ class LocalGenerator:
 
     def _complete(self, description: str, n: int, temperature: float, seed: int, domain_text: str,
                   prefix: str = "") -> list[str]:
+        return self._continue(description, domain_text, [prefix] * n, temperature, seed)
+
+    def _continue(self, description: str, domain_text: str, prefixes: list[str], temperature: float,
+                  seed: int = 0) -> list[str]:
+        """One continuation of each of ``prefixes`` (the problem text written so far)."""
         prompt = generation_prompt(description)
-        gens = self.policy.generate([prompt + prefix] * n, temperature=temperature, top_p=self.top_p,
+        gens = self.policy.generate([prompt + p for p in prefixes], temperature=temperature, top_p=self.top_p,
                                     max_new_tokens=self.max_new_tokens,
-                                    seed=[seed + i for i in range(n)] if temperature > 0 else None,
-                                    logits_processor=self._processor(domain_text, [prefix] * n, description))
+                                    seed=[seed + i for i in range(len(prefixes))] if temperature > 0 else None,
+                                    logits_processor=self._processor(domain_text, prefixes, description))
         return [g.text for g in gens]  # a trailing END is dropped by extract_problem
 
     def rewrites(self, description: str, domain_text: str, feedback: Feedback) -> list[str]:
@@ -165,6 +175,7 @@ class LocalGenerator:
                                           for d in feedback.diagnostics])
         drops = [p for d in feedback.diagnostics if self.line_patches and d.kind == "critic-object"
                  and " " in d.construct and (p := drop_declared(previous, d.construct.split(" ", 1)[1]))]
+        seeded = self._seeded_rewrites(description, domain_text, previous, feedback.diagnostics)
         tried: set[str] = set()
         for backoff, cut in enumerate((fine, coarse, 0)):
             prefix = self._kept_prefix(description, domain_text, previous[:cut])
@@ -172,8 +183,30 @@ class LocalGenerator:
                 continue
             tried.add(prefix)
             if out := self._rewrites_from(description, domain_text, previous, prefix, backoff):
-                return distinct(drops + out, previous)
-        return distinct(drops, previous)
+                return distinct(drops + out + seeded, previous)
+        return distinct(drops + seeded, previous)
+
+    def _seeded_rewrites(self, description: str, domain_text: str, previous: str,
+                         diagnostics: tuple[Diagnostic, ...]) -> list[str]:
+        """With ``line_patches``, greedy continuations of the seeded prefixes the constraint
+        accepts (:func:`~plansuite.nl2pddl.generators.seeded_prefixes`: a doubted fact with its
+        arguments reordered, a fact over objects a clause relates and no fact does)."""
+        if not (self.line_patches and self.uses_constraint(domain_text)):
+            return []
+        grammar = self.grammar(domain_text)
+        try:
+            objects = parse_problem(previous, grammar.domain, "<candidate>").objects
+        except PlansuiteError:
+            return []
+        start = grammar.start(description if self.stated_relations else None)
+        room = self.policy.context - REWRITE_ROOM
+        prefixes = [p for p in seeded_prefixes(previous, diagnostics, grammar.domain, objects)
+                    if grammar.feed(start, p) is not None
+                    and len(encode(self.policy.tokenizer, [generation_prompt(description) + p])[0]) <= room]
+        if not prefixes:
+            return []
+        return [extract_problem(p + c) for p, c in
+                zip(prefixes, self._continue(description, domain_text, prefixes, 0.0), strict=True)]
 
     def _kept_prefix(self, description: str, domain_text: str, prefix: str) -> str:
         """``prefix`` if a rewrite can go on from it, else the head (see :meth:`head`)."""

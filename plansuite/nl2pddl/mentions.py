@@ -172,5 +172,5 @@ def mention_verdict(description: str, problem_text: str, objects: Iterable[str])
     if missing := unstated_relations(description, objects, facts):
         return CriticVerdict(False, None, 0.0,
                              f"the description relates {' and '.join(missing[0])} in one clause, "
-                             "and no fact of the problem relates exactly them")
+                             "and no fact of the problem relates exactly them", related=missing[0])
     return None
