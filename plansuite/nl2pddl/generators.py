@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -175,21 +175,24 @@ def drop_declared(text: str, name: str) -> str | None:
 SEEDS_PER_DIAGNOSTIC = 8  # forced facts tried per diagnostic (a binary relation: 2 orders x 2 sections)
 
 
-def seeded_prefixes(text: str, diagnostics: Sequence[Diagnostic], domain: Domain,
-                    objects: dict[str, str]) -> list[str]:
+def seeded_prefixes(text: str, diagnostics: Sequence[Diagnostic], domain: Domain, objects: dict[str, str],
+                    accepts: Callable[[str], bool] = lambda prefix: True) -> list[str]:
     """Prefixes of ``text`` that end with a fact the diagnostics point to but ``text`` lacks, for
     the generator to go on from: the rewrites a resampled continuation does not find when the
     generator is sure of its mistake.
 
     - a critic diagnostic quoting a fact of two or more objects (``init (on b c)``): the fact with
       its arguments in each other order the domain's types allow (``(on c b)``: "c rests on b"
-      copied backwards), written in the doubted fact's place, and first in its section (where the
-      facts kept before it contradict it, e.g. ``(on-table c)``);
+      copied backwards);
     - a ``relation`` diagnostic (objects a clause names together and no fact relates, from the
-      mention check: ``relation e h``): each fact of the domain over exactly those objects, first
-      in ``:init`` and first in ``:goal`` (the check does not know which the clause describes).
+      mention check: ``relation e h``): each fact of the domain over exactly those objects, in
+      ``:init`` and in ``:goal`` (the check does not know which the clause describes).
 
-    The loop judges each completed rewrite like any other, so a wrong seed costs one check.
+    A seed goes in the doubted fact's place, before each fact of its section that shares an
+    object with it, and first in the section (:func:`_seed_places`), each kept prefix up to
+    there; of the prefixes ``accepts`` (the decoder's constraint: the facts kept before a seed
+    may contradict it), the first :data:`SEEDS_PER_DIAGNOSTIC` per diagnostic. The loop judges
+    each completed rewrite like any other, so a wrong seed costs one check.
 
     >>> from plansuite.pddl.parse import parse_domain
     >>> dom = parse_domain("(define (domain d) (:predicates (on ?x ?y) (clear ?x)) "
@@ -204,8 +207,10 @@ def seeded_prefixes(text: str, diagnostics: Sequence[Diagnostic], domain: Domain
     ...                          {"b": "object", "c": "object"}):
     ...     print(repr(p[p.rindex("(:"):]))
     '(:init\\n    (on b c)'
+    '(:init\\n    (clear b)\\n    (on b c)'
     '(:goal (and\\n    (on b c)'
     '(:init\\n    (on c b)'
+    '(:init\\n    (clear b)\\n    (on c b)'
     '(:goal (and\\n    (on c b)'
     """
     starts = section_starts(text)
@@ -230,13 +235,40 @@ def seeded_prefixes(text: str, diagnostics: Sequence[Diagnostic], domain: Domain
             continue
         found: list[str] = []
         for seed in seeds:
-            if at:  # in the doubted fact's place
-                found.append(f"{text[:at]}\n{_indent_after(text, at)}{seed}")
             for name in sections:
-                if (opened := _section_opening(text, starts, name)) is not None:
-                    found.append(f"{text[:opened]}\n{_indent_after(text, opened)}{seed}")
-        out += [p for p in found if p not in out][:SEEDS_PER_DIAGNOSTIC]
+                for place in _seed_places(text, starts, name, atom_args(seed), at):
+                    found.append(f"{text[:place]}\n{_indent_after(text, place)}{seed}")
+        found = [p for p in dict.fromkeys(found) if p not in out and accepts(p)]
+        out += found[:SEEDS_PER_DIAGNOSTIC]
     return out
+
+
+def atom_args(atom: str) -> frozenset[str]:
+    """The distinct arguments of an atom's text.
+
+    >>> sorted(atom_args("(on b1 b2)")), sorted(atom_args("(arm-empty)"))
+    (['b1', 'b2'], [])
+    """
+    return frozenset(atom.strip("() \n").lower().split()[1:])
+
+
+def _seed_places(text: str, starts: dict[str, int], section: str, args: frozenset[str],
+                 doubted: int | None) -> list[int]:
+    """Where a seeded fact over ``args`` may go in ``section``, the likeliest first: the doubted
+    fact's place, before each fact of the section sharing an object with it (the generator
+    writes a description's facts in its order, and a wrong copy sits where the right fact
+    belonged), then first in the section. Each place is the end of the line before it."""
+    places = [doubted] if doubted else []
+    if (opened := _section_opening(text, starts, section)) is None:
+        return places
+    ends = sorted(at for at in starts.values() if at > opened)
+    end = ends[0] if ends else len(text)
+    at = opened
+    for line in text[opened + 1:end].split("\n"):
+        if _atom_line(line) and atom_args(line) & args:
+            places.append(at)
+        at += len(line) + 1
+    return list(dict.fromkeys([*places, opened]))
 
 
 def _fits(domain: Domain, predicate: str, args: Sequence[str], objects: dict[str, str]) -> bool:

@@ -200,9 +200,9 @@ class LocalGenerator:
             return []
         start = grammar.start(description if self.stated_relations else None)
         room = self.policy.context - REWRITE_ROOM
-        prefixes = [p for p in seeded_prefixes(previous, diagnostics, grammar.domain, objects)
-                    if grammar.feed(start, p) is not None
-                    and len(encode(self.policy.tokenizer, [generation_prompt(description) + p])[0]) <= room]
+        prefixes = seeded_prefixes(previous, diagnostics, grammar.domain, objects, lambda p: (
+            grammar.feed(start, p) is not None
+            and len(encode(self.policy.tokenizer, [generation_prompt(description) + p])[0]) <= room))
         if not prefixes:
             return []
         return [extract_problem(p + c) for p, c in
