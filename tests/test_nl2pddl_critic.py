@@ -246,6 +246,36 @@ def test_mention_check_accepts_every_reference_and_catches_copied_facts_with_wro
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))
+def test_mention_check_names_the_objects_of_a_left_out_relation_for_the_repair_to_seed(name, tmp_path):
+    """A reference with a fact relating two objects left out is rejected with those objects
+    (``related``), which the diagnostic carries as ``relation X Y`` for a seeded rewrite."""
+    from plansuite.nl2pddl.critic import critic_diagnostic
+    from plansuite.nl2pddl.dataset import build_nl2pddl, load_pairs
+    from plansuite.nl2pddl.mentions import ENGLISH_WORDS, mention_verdict, problem_facts
+
+    domain = load_builtin(name)
+    build_nl2pddl(SPECS[name], domain, builtin_path(name).read_text(), tmp_path, seed=4, progress=lambda _: None)
+    named = 0
+    for pair in [p for split in ("train", "val", "test") for p in load_pairs(tmp_path, split) if p.style == "explicit"]:
+        objects = parse_problem(pair.target, domain).objects
+        facts = [f for f in problem_facts(pair.target) if len(set(f[1].strip("()").split()[1:])) == 2
+                 and not set(f[1].strip("()").split()[1:]) & ENGLISH_WORDS]
+        if not facts:
+            continue
+        _, atom, _ = facts[0]
+        args = tuple(sorted(atom.strip("()").split()[1:]))
+        if sum(set(f[1].strip("()").split()[1:]) == set(args) for f in problem_facts(pair.target)) > 1:
+            continue  # another fact relates them too
+        verdict = mention_verdict(pair.description, pair.target.replace(atom, "", 1), objects)
+        if verdict is not None and verdict.related:
+            named += 1
+            assert not verdict.accepted and verdict.kind is None
+            assert critic_diagnostic(verdict, "c").construct == "relation " + " ".join(verdict.related)
+            assert verdict.related == args, pair.id
+    assert named >= 3
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
 def test_mention_check_rejects_an_object_declared_for_nothing(name, tmp_path):
     """An extra object in ``:objects`` that no fact mentions and the text never names (a generator
     declaring four balls for two) is rejected as an object mismatch, quoted on its line, for
