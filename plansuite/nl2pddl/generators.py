@@ -153,6 +153,23 @@ def resample_from(text: str, diagnostics: tuple[Diagnostic, ...] | list[Diagnost
     return 0 if cut == len(text) else cut
 
 
+def declaration(text: str, name: str) -> re.Match | None:
+    """Where ``:objects`` declares ``name`` in ``text`` (the name as a whole word, with the
+    blanks before it; ``None`` where it is not declared there).
+
+    >>> text = "(define (problem p)\\n  (:objects a b)\\n  (:init (clear b)))"
+    >>> m = declaration(text, "b")
+    >>> text[:m.start()], m.group(0)
+    ('(define (problem p)\\n  (:objects a', ' b')
+    """
+    start = section_starts(text).get("objects")
+    if start is None:
+        return None
+    end = text.find(")", start)
+    end = len(text) if end < 0 else end
+    return re.compile(r"[ \t]*(?<![\w-])" + re.escape(name) + r"(?![\w-])", re.IGNORECASE).search(text, start, end)
+
+
 def drop_declared(text: str, name: str) -> str | None:
     """``text`` with ``name`` taken out of its ``:objects`` (``None`` where it is not declared
     there): the patch for an object declared for nothing, which a generator sure of its object
@@ -163,12 +180,7 @@ def drop_declared(text: str, name: str) -> str | None:
     >>> drop_declared("(define (problem p) (:objects a) (:init (clear b)))", "b") is None
     True
     """
-    start = section_starts(text).get("objects")
-    if start is None:
-        return None
-    end = text.find(")", start)
-    end = len(text) if end < 0 else end
-    m = re.compile(r"[ \t]*(?<![\w-])" + re.escape(name) + r"(?![\w-])", re.IGNORECASE).search(text, start, end)
+    m = declaration(text, name)
     return None if m is None else text[:m.start()] + text[m.end():]
 
 
@@ -236,17 +248,17 @@ def seeded_prefixes(text: str, diagnostics: Sequence[Diagnostic], domain: Domain
         found: list[str] = []
         for seed in seeds:
             for name in sections:
-                for place in _seed_places(text, starts, name, atom_args(seed), at):
+                for place in _seed_places(text, starts, name, atom_names(seed), at):
                     found.append(f"{text[:place]}\n{_indent_after(text, place)}{seed}")
         found = [p for p in dict.fromkeys(found) if p not in out and accepts(p)]
         out += found[:SEEDS_PER_DIAGNOSTIC]
     return out
 
 
-def atom_args(atom: str) -> frozenset[str]:
+def atom_names(atom: str) -> frozenset[str]:
     """The distinct arguments of an atom's text.
 
-    >>> sorted(atom_args("(on b1 b2)")), sorted(atom_args("(arm-empty)"))
+    >>> sorted(atom_names("(on b1 b2)")), sorted(atom_names("(arm-empty)"))
     (['b1', 'b2'], [])
     """
     return frozenset(atom.strip("() \n").lower().split()[1:])
@@ -265,7 +277,7 @@ def _seed_places(text: str, starts: dict[str, int], section: str, args: frozense
     end = ends[0] if ends else len(text)
     at = opened
     for line in text[opened + 1:end].split("\n"):
-        if _atom_line(line) and atom_args(line) & args:
+        if _atom_line(line) and atom_names(line) & args:
             places.append(at)
         at += len(line) + 1
     return list(dict.fromkeys([*places, opened]))

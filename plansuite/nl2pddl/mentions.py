@@ -40,7 +40,7 @@ import re
 from collections.abc import Iterable
 
 from plansuite.nl2pddl.critic import CriticVerdict
-from plansuite.nl2pddl.generators import section_starts
+from plansuite.nl2pddl.generators import atom_names, declaration, section_starts
 
 # Object names that are also words a description uses as words: found where no object is meant.
 ENGLISH_WORDS = frozenset({"a", "an", "the", "i", "in", "on", "at", "is", "it", "to", "of", "and",
@@ -67,15 +67,6 @@ def named(text: str, names: Iterable[str]) -> frozenset[str]:
     """
     return frozenset(n for n in names
                      if re.search(r"(?<![\w-])" + re.escape(n) + r"(?![\w-])", text, re.IGNORECASE))
-
-
-def atom_names(atom: str) -> frozenset[str]:
-    """The distinct arguments of an atom's text.
-
-    >>> sorted(atom_names("(on b1 b2)")), sorted(atom_names("(arm-empty)"))
-    (['b1', 'b2'], [])
-    """
-    return frozenset(atom.strip("() \n").lower().split()[1:])
 
 
 def names_every_object(description: str, objects: Iterable[str]) -> bool:
@@ -121,11 +112,8 @@ def idle_objects(description: str, objects: Iterable[str], facts: list[Fact]) ->
 
 def declared_at(problem_text: str, name: str) -> int | None:
     """The line of ``problem_text`` where ``:objects`` declares ``name`` (``None`` if it does not)."""
-    start = section_starts(problem_text).get("objects")
-    if start is None:
-        return None
-    m = re.compile(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", re.IGNORECASE).search(problem_text, start)
-    return None if m is None else problem_text.count("\n", 0, m.start()) + 1
+    m = declaration(problem_text, name)
+    return None if m is None else problem_text.count("\n", 0, m.end()) + 1
 
 
 def problem_facts(problem_text: str) -> list[Fact]:
