@@ -56,7 +56,8 @@ def parse_domain(text: str, source: str = "<domain>", *, check: bool = True) -> 
         name=raw.name.lower(),
         requirements=frozenset(str(r) for r in raw.requirements),
         types=_type_parents(raw.types),
-        constants={c.name: _one_type(c.type_tags, source, f"constant {c.name}") for c in raw.constants},
+        constants={c.name: _one_type(c.type_tags, source, f"constant {c.name}")
+                   for c in _written_order(raw.constants, prepared.text, ":constants")},
         predicates={
             p.name: tuple(_one_type(v.type_tags, source, f"predicate {p.name}") for v in p.terms)
             for p in raw.predicates
@@ -97,7 +98,8 @@ def parse_problem(text: str, domain: Domain, source: str = "<problem>", *, check
     problem = Problem(
         name=raw.name.lower(),
         domain_name=raw.domain_name.lower(),
-        objects={o.name: _one_type(o.type_tags, source, f"object {o.name}") for o in raw.objects},
+        objects={o.name: _one_type(o.type_tags, source, f"object {o.name}")
+                 for o in _written_order(raw.objects, prepared.text, ":objects")},
         init=frozenset(init),
         goal_pos=frozenset(goal_pos),
         goal_neg=frozenset(goal_neg),
@@ -111,6 +113,24 @@ def parse_problem(text: str, domain: Domain, source: str = "<problem>", *, check
 
         raise_first(check_problem(problem, domain, text))
     return problem
+
+
+def _written_order(names, text: str, section: str) -> list:
+    """``names`` (``pddl`` terms, which it keeps in a set) in the order ``section`` declares them:
+    a set's order changes with ``PYTHONHASHSEED``, and the order of a problem's objects reaches
+    grounding, action order and every seeded choice made from them.
+
+    >>> class T(str):
+    ...     name = property(str.__str__)
+    >>> [t.name for t in _written_order({T("b"), T("a"), T("c")}, "(:objects c a - x b)", ":objects")]
+    ['c', 'a', 'b']
+    """
+    start = text.lower().find(section)
+    body = text.lower()[start:] if start >= 0 else ""
+    where = {}
+    for m in re.finditer(r"[^\s()]+", body):
+        where.setdefault(m.group(0), m.start())
+    return sorted(names, key=lambda n: (where.get(n.name.lower(), len(body)), n.name))
 
 
 def _type_parents(raw_types) -> dict[str, str]:
