@@ -58,6 +58,20 @@ def test_good_domain_and_problem(dom):
     assert p.goal_pos == {("on", "a", "b")}
 
 
+def test_objects_keep_the_order_the_problem_declares_them_under_any_hash_seed(tmp_path):
+    """``pddl`` keeps objects in a set; ours come back in the written order whatever PYTHONHASHSEED is."""
+    import subprocess
+
+    (tmp_path / "d.pddl").write_text(domain_text())
+    (tmp_path / "p.pddl").write_text(problem_text(extra="zz yy c1 c10 c2 - block"))
+    code = ("import sys; from plansuite.pddl.parse import load_domain, load_problem; "
+            "print(list(load_problem(sys.argv[2], load_domain(sys.argv[1])).objects))")
+    seen = {subprocess.run([sys.executable, "-c", code, str(tmp_path / "d.pddl"), str(tmp_path / "p.pddl")],
+                           env={"PYTHONHASHSEED": str(seed)}, capture_output=True, text=True, check=True).stdout
+            for seed in (1, 2, 3, 9)}
+    assert seen == {"['a', 'b', 'zz', 'yy', 'c1', 'c10', 'c2']\n"}
+
+
 def test_parent_types_are_declared_implicitly():
     d = parse_domain(domain_text().replace("(:types block - object table)",
                                            "(:types block - thing table - thing)"))
