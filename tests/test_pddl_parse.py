@@ -58,18 +58,19 @@ def test_good_domain_and_problem(dom):
     assert p.goal_pos == {("on", "a", "b")}
 
 
-def test_objects_keep_the_order_the_problem_declares_them_under_any_hash_seed(tmp_path):
-    """``pddl`` keeps objects in a set; ours come back in the written order whatever PYTHONHASHSEED is."""
+def test_objects_and_predicates_keep_their_written_order_under_any_hash_seed(tmp_path):
+    """``pddl`` keeps objects and predicates in sets; ours come back in the written order whatever
+    PYTHONHASHSEED is (the order reaches every choice made by walking them)."""
     import subprocess
 
     (tmp_path / "d.pddl").write_text(domain_text())
     (tmp_path / "p.pddl").write_text(problem_text(extra="zz yy c1 c10 c2 - block"))
     code = ("import sys; from plansuite.pddl.parse import load_domain, load_problem; "
-            "print(list(load_problem(sys.argv[2], load_domain(sys.argv[1])).objects))")
+            "d = load_domain(sys.argv[1]); print(list(d.predicates), list(load_problem(sys.argv[2], d).objects))")
     seen = {subprocess.run([sys.executable, "-c", code, str(tmp_path / "d.pddl"), str(tmp_path / "p.pddl")],
                            env={"PYTHONHASHSEED": str(seed)}, capture_output=True, text=True, check=True).stdout
             for seed in (1, 2, 3, 9)}
-    assert seen == {"['a', 'b', 'zz', 'yy', 'c1', 'c10', 'c2']\n"}
+    assert seen == {"['on', 'free', 'hot'] ['a', 'b', 'zz', 'yy', 'c1', 'c10', 'c2']\n"}
 
 
 def test_parent_types_are_declared_implicitly():

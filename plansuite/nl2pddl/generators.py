@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Protocol
 
 from plansuite.errors import ConfigError, PlansuiteError
-from plansuite.pddl.checks import Diagnostic
+from plansuite.pddl.checks import Diagnostic, check_atom
 from plansuite.pddl.model import Domain
 
 SYSTEM_PROMPT = ("You translate natural-language planning tasks into PDDL. Reply with exactly one "
@@ -101,6 +101,16 @@ def section_starts(text: str) -> dict[str, int]:
     for m in re.finditer(r"\(\s*:(domain|objects|init|goal|metric)\b", text, re.IGNORECASE):
         out.setdefault(m.group(1).lower(), m.start())
     return out
+
+
+def section_end(text: str, starts: dict[str, int], at: int) -> int:
+    """Where the section holding offset ``at`` ends: the next section's start, else the text's end.
+
+    >>> text = "(define (problem p) (:init (a)) (:goal (b)))"
+    >>> text[section_end(text, section_starts(text), text.index("(:init")):]
+    '(:goal (b)))'
+    """
+    return min((start for start in starts.values() if start > at), default=len(text))
 
 
 def _section_of(d: Diagnostic, text: str, starts: dict[str, int]) -> str | None:
@@ -273,10 +283,8 @@ def _seed_places(text: str, starts: dict[str, int], section: str, args: frozense
     places = [doubted] if doubted else []
     if (opened := _section_opening(text, starts, section)) is None:
         return places
-    ends = sorted(at for at in starts.values() if at > opened)
-    end = ends[0] if ends else len(text)
     at = opened
-    for line in text[opened + 1:end].split("\n"):
+    for line in text[opened + 1:section_end(text, starts, opened)].split("\n"):
         if _atom_line(line) and atom_names(line) & args:
             places.append(at)
         at += len(line) + 1
@@ -284,9 +292,8 @@ def _seed_places(text: str, starts: dict[str, int], section: str, args: frozense
 
 
 def _fits(domain: Domain, predicate: str, args: Sequence[str], objects: dict[str, str]) -> bool:
-    types = domain.predicates.get(predicate)
-    return types is not None and len(types) == len(args) and all(
-        a in objects and domain.is_subtype(objects[a], t) for a, t in zip(args, types, strict=True))
+    """Is ``(predicate *args)`` a well-formed fact of a problem over ``objects``?"""
+    return not check_atom(domain, (predicate, *args), {}, objects, "", "", None)
 
 
 def _section_opening(text: str, starts: dict[str, int], section: str) -> int | None:

@@ -40,7 +40,7 @@ import re
 from collections.abc import Iterable
 
 from plansuite.nl2pddl.critic import CriticVerdict
-from plansuite.nl2pddl.generators import atom_names, declaration, section_starts
+from plansuite.nl2pddl.generators import atom_names, declaration, section_end, section_starts
 
 # Object names that are also words a description uses as words: found where no object is meant.
 ENGLISH_WORDS = frozenset({"a", "an", "the", "i", "in", "on", "at", "is", "it", "to", "of", "and",
@@ -123,12 +123,11 @@ def problem_facts(problem_text: str) -> list[Fact]:
     [('init', '(on a b)', 3), ('goal', '(clear a)', 4)]
     """
     starts = section_starts(problem_text)
-    bounds = sorted((at, name) for name, at in starts.items())
     out: list[Fact] = []
-    for i, (at, name) in enumerate(bounds):
+    for at, name in sorted((at, name) for name, at in starts.items()):
         if name not in KIND_OF_SECTION:
             continue
-        end = bounds[i + 1][0] if i + 1 < len(bounds) else len(problem_text)
+        end = section_end(problem_text, starts, at)
         for m in re.finditer(r"\(\s*(?!:|and\b)[^()\s][^()]*\)", problem_text[at + 1:end]):
             where = at + 1 + m.start()
             out.append((name, " ".join(m.group(0).split()), problem_text.count("\n", 0, where) + 1))

@@ -60,7 +60,7 @@ def parse_domain(text: str, source: str = "<domain>", *, check: bool = True) -> 
                    for c in _written_order(raw.constants, prepared.text, ":constants")},
         predicates={
             p.name: tuple(_one_type(v.type_tags, source, f"predicate {p.name}") for v in p.terms)
-            for p in raw.predicates
+            for p in _written_order(raw.predicates, prepared.text, ":predicates")
         },
         actions=tuple(_schema(a, source) for a in sorted(raw.actions, key=lambda a: a.name)),
         source=source,
@@ -116,9 +116,9 @@ def parse_problem(text: str, domain: Domain, source: str = "<problem>", *, check
 
 
 def _written_order(names, text: str, section: str) -> list:
-    """``names`` (``pddl`` terms, which it keeps in a set) in the order ``section`` declares them:
-    a set's order changes with ``PYTHONHASHSEED``, and the order of a problem's objects reaches
-    grounding, action order and every seeded choice made from them.
+    """``names`` (``pddl`` terms, which it keeps in sets) in the order ``section`` declares them:
+    a set's order changes with ``PYTHONHASHSEED``, and the order of a problem's objects or a
+    domain's predicates reaches every choice made by walking them.
 
     >>> class T(str):
     ...     name = property(str.__str__)
