@@ -34,6 +34,8 @@ def test_plan_errors_name_file_and_line(tmp_path):
         parse_plan("(pickup a)\nstack a b\n")
     with pytest.raises(PDDLError, match="file not found"):
         read_plan(tmp_path / "missing")
+    with pytest.raises(PDDLError, match="a directory, not a file"):
+        read_plan(tmp_path)
 
 
 def test_val_valid_and_invalid(builtin_file, two_blocks):

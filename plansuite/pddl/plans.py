@@ -7,6 +7,7 @@ from pathlib import Path
 
 from plansuite.errors import PDDLError
 from plansuite.pddl.model import parse_atom_text
+from plansuite.pddl.reader import read_text
 
 
 def format_plan(actions: Sequence[str]) -> str:
@@ -50,7 +51,4 @@ def parse_plan(text: str, source: str = "<plan>") -> list[str]:
 
 
 def read_plan(path: str | Path) -> list[str]:
-    path = Path(path)
-    if not path.is_file():
-        raise PDDLError(str(path), "plan", "file not found", kind="io")
-    return parse_plan(path.read_text(), str(path))
+    return parse_plan(read_text(path, "plan"), str(path))

@@ -52,7 +52,8 @@ def read_text(path: str | Path, what: str) -> str:
     """
     path = Path(path)
     if not path.is_file():
-        raise PDDLError(str(path), what, "file not found", kind="io")
+        problem = "a directory, not a file" if path.is_dir() else "file not found"
+        raise PDDLError(str(path), what, problem, kind="io")
     try:
         size = path.stat().st_size
         if size > max_bytes():
