@@ -182,6 +182,7 @@ class TrainSpec:
     checkpoint_every_n_steps: int = 100
     progress_every_n_steps: int = 100  # progress lines when the output is not a terminal
     num_workers: int = 0
+    compile: bool = False  # training steps through torch.compile (models/compiled.py); weights as eager
     logger: LoggerFactory | None = None  # None: no logger (results.json is still written)
     config: dict | None = None  # what the export records as its training config (None: this spec)
 
@@ -612,6 +613,10 @@ def train(spec: TrainSpec) -> dict:
     set_cpu_threads(spec.trainer)
     L.seed_everything(spec.seed, workers=True, verbose=False)
     module, dm, tokenizer, meta = build(spec, domain)
+    if spec.compile:
+        from plansuite.models.compiled import compile_for_training
+
+        compile_for_training(module.model)
     trainer, best_cb, throughput = make_trainer(spec, domain.name, manifest.get("dataset"))
 
     start = time.perf_counter()

@@ -74,3 +74,20 @@ def test_the_warnings_every_training_run_printed_are_filtered():
                       "the returned metrics: ['train/loss']", UserWarning, stacklevel=1)
         warnings.warn("something else", UserWarning, stacklevel=1)
     assert [str(w.message) for w in seen] == ["something else"]
+
+
+def test_training_progress_lines_carry_the_time_left_from_where_this_process_started(capsys, monkeypatch):
+    """A run resumed at step 400 of 1 000 that took 10 s for its first 100 steps has 50 s left."""
+    from types import SimpleNamespace
+
+    from plansuite.models import callbacks
+
+    clock = iter([100.0, 110.0])
+    monkeypatch.setattr(callbacks.time, "perf_counter", lambda: next(clock))
+    trainer = SimpleNamespace(global_step=400, estimated_stepping_batches=1000, current_epoch=0,
+                              max_epochs=3, callback_metrics={"train/loss": 0.5}, is_global_zero=True)
+    lines = callbacks.ProgressLines(every_n_steps=100)
+    lines.on_train_batch_start(trainer, None, None, 0)
+    trainer.global_step = 500
+    lines.on_train_batch_end(trainer, None, None, None, 0)
+    assert capsys.readouterr().out.strip() == "[train] epoch 1/3 step 500/1000 train/loss=0.5 ETA 50s"

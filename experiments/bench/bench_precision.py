@@ -30,12 +30,13 @@ Run: ``python -m experiments.bench precision`` (or ``make bench``).
 
 from __future__ import annotations
 
-import time
 from contextlib import nullcontext
 from pathlib import Path
 
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
+
+from experiments.bench.steps import training_tokens_per_s
 
 STEPS, WARM, ROUNDS = 24, 4, 3  # steps per round, steps excluded from timing, rounds per side
 BUCKET = 64  # tokens: the bucketed stream pads each batch up to a multiple of this
@@ -53,22 +54,13 @@ def cpu_bf16_flags() -> list[str]:
 
 
 def tokens_per_s(model: GPT2LMHeadModel, batches: list[torch.Tensor], bf16: bool) -> float:
-    """Training tokens per second over all but the first ``WARM`` of ``batches`` (forward,
-    backward, clip, AdamW)."""
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    start, tokens = 0.0, 0
-    for i, batch in enumerate(batches):
-        if i == WARM:
-            start = time.perf_counter()
-        tokens += batch.numel() if i >= WARM else 0
+    """Training tokens per second over all but the first ``WARM`` of ``batches``."""
+
+    def loss_of(model: GPT2LMHeadModel, batch: torch.Tensor) -> torch.Tensor:
         with torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else nullcontext():
-            loss = model(input_ids=batch, attention_mask=torch.ones_like(batch), labels=batch).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        loss.item()
-    return tokens / (time.perf_counter() - start)
+            return model(input_ids=batch, attention_mask=torch.ones_like(batch), labels=batch).loss
+
+    return training_tokens_per_s(model, batches, loss_of, WARM)
 
 
 def bench_shape(vocab: int, positions: int, batch_size: int, length: int) -> dict:

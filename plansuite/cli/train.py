@@ -83,8 +83,15 @@ def train_spec(cfg: DictConfig) -> TrainSpec:
                      trainer=trainer, seed=cfg.seed, ckpt_path=cfg.get("ckpt_path"),
                      checkpoint_every_n_steps=cfg.checkpoint_every_n_steps,
                      progress_every_n_steps=cfg.get("progress_every_n_steps", 100),
-                     num_workers=cfg.num_workers, logger=logger_factory(cfg.get("logger")),
-                     config=resolved)
+                     num_workers=cfg.num_workers, compile=_flag(cfg.get("compile", False), "compile"),
+                     logger=logger_factory(cfg.get("logger")), config=resolved)
+
+
+def _flag(value, key: str) -> bool:
+    """A yes/no setting: a bool, not a string that only looks like one (``compile=no`` would be truthy)."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key}={value!r}: choose true or false")
+    return value
 
 
 def compose_train(overrides: list[str]) -> DictConfig:

@@ -6,6 +6,8 @@ import time
 
 import lightning as L
 
+from plansuite.progress import eta, format_eta
+
 
 class TokensPerSecond(L.Callback):
     """Logs ``train/tokens_per_s`` (all ranks together) and keeps run totals for the report."""
@@ -43,21 +45,30 @@ class TokensPerSecond(L.Callback):
 
 class ProgressLines(L.Callback):
     """Plain progress lines for logs (when stdout is not a terminal): every ``every_n_steps``
-    training steps and after every validation, on the main process only."""
+    training steps, with the time left at this process's mean rate (a resumed run counts from
+    where it resumed), and after every validation, on the main process only."""
 
     def __init__(self, every_n_steps: int = 100):
         self.every_n_steps = every_n_steps
+        self.started: tuple[int, float] | None = None  # (global step, time) of this process's first step
 
     @staticmethod
     def _fmt(metrics: dict, prefix: str) -> str:
         return " ".join(f"{k}={float(v):.4g}" for k, v in sorted(metrics.items())
                         if k.startswith(prefix) and not k.endswith(("/n", "/n_invalid")))
 
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if self.started is None:
+            self.started = (trainer.global_step, time.perf_counter())
+
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         if trainer.is_global_zero and trainer.global_step % self.every_n_steps == 0:
+            total = trainer.estimated_stepping_batches
+            first, since = self.started or (trainer.global_step, time.perf_counter())
+            left = eta(trainer.global_step - first, total - first, time.perf_counter() - since)
             print(f"[train] epoch {trainer.current_epoch + 1}/{trainer.max_epochs} step "
-                  f"{trainer.global_step}/{trainer.estimated_stepping_batches} "
-                  f"{self._fmt(trainer.callback_metrics, 'train/')}", flush=True)
+                  f"{trainer.global_step}/{total} "
+                  f"{self._fmt(trainer.callback_metrics, 'train/')} ETA {format_eta(left)}", flush=True)
 
     def on_validation_end(self, trainer, pl_module) -> None:
         if trainer.is_global_zero and not trainer.sanity_checking:
