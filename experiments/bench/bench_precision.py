@@ -22,7 +22,8 @@ best rounds (bf16 over fp32) for each, and the CPU's bf16 flags.
 Measured 2026-12-03 on this 2-core EPYC (``avx512_bf16``, no AMX): bf16 1.36x with one fixed
 shape, 0.86x with a new shape per step (what training does: a Lightning ``bf16-mixed`` run of the
 NL -> PDDL generator trained at ~8 100 tokens/s against fp32's ~10 500), 1.19x bucketed (before
-the ~12 % more padding that buckets of 64 add). So the CPU presets stay fp32. The loss a bf16-mixed run reaches is a training question, not a benchmark
+the ~12 % more padding that buckets of 64 add); a second run the same day: 1.43x, 0.84x, 0.97x.
+So the CPU presets stay fp32. The loss a bf16-mixed run reaches is a training question, not a benchmark
 one: see experiments/nl2pddl/RESULTS.md.
 
 Run: ``python -m experiments.bench precision`` (or ``make bench``).
