@@ -4,7 +4,7 @@ The tiny GPT-2s that train on a CPU spend much of a step in small element-wise k
 norms, GELU, residual adds, attention scaling) that the eager runtime launches one by one;
 Inductor fuses them into generated C++ loops. ``make bench`` (``bench_compile``) measures the
 training step both ways: the NL -> PDDL generator's step is 1.1-1.2x faster compiled on the
-project's 2-core CPU.
+project's 2-core CPU there, though a real random-batch run of it was not (experiments/nl2pddl/RESULTS.md).
 
 Only the transformer body is compiled, and only where it trains (module in training mode, with
 gradients): validation and generation (incremental decoding with a key/value cache, one token at
