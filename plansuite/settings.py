@@ -64,15 +64,21 @@ def from_mapping(cls: type[T], values: Mapping[str, Any] | None, prefix: str) ->
 
 
 def check_type(key: str, annotation: str, value) -> None:
-    """A number setting given something else is one line here, not a TypeError deep inside.
+    """A number or yes/no setting given something else is one line here, not a TypeError deep
+    inside (or, for a yes/no one, a string that is truthy whatever it says).
 
     >>> check_type("planner.k", "int", "abc")
     Traceback (most recent call last):
     plansuite.errors.ConfigError: planner.k='abc': must be an integer
     >>> check_type("planner.budget", "int | None", None)
+    >>> check_type("compile", "bool", "no")
+    Traceback (most recent call last):
+    plansuite.errors.ConfigError: compile='no': choose true or false
     """
     if value is None and "None" in annotation:
         return
+    if annotation.strip() == "bool" and not isinstance(value, bool):
+        raise ConfigError(f"{key}={value!r}: choose true or false")
     base = annotation.split("|")[0].strip()
     numbers = {"int": (int,), "float": (int, float)}.get(base)
     if numbers and (isinstance(value, bool) or not isinstance(value, numbers)):

@@ -7,12 +7,12 @@ text GPT-2 (3 x 128, vocabulary 2 048), batches of 8 pairs of varied lengths (ea
 longest, so nearly every step is a new shape), the completion loss
 (:func:`~plansuite.nl2pddl.problem_generator_module.completion_loss` on the second half of each
 row), gradient clipping and AdamW. Same initial weights and batches for both sides; rounds
-alternate (eager, compiled, eager, ...) so machine load hits both. The compiled side's first
-round includes compiling (``compile_s``); its rate is taken over the later rounds.
+alternate (eager, compiled, eager, ...) so machine load hits both. Compiling happens before the
+rounds, on one probe batch (forward and backward: ``compile_s``).
 
 Reported: tokens/s per round (padding included), the ratio of the best rounds (compiled over
-eager), the compile time, and the largest loss difference between the two sides on the same
-weights and batch (compiled kernels reorder floating-point sums, so the difference is small, not 0).
+eager), the compile time, and the two sides' loss difference on the probe batch with the same
+weights (compiled kernels may reorder floating-point sums, so it can be small rather than 0).
 
 Run: ``python -m experiments.bench compile`` (or ``make bench``).
 """

@@ -8,8 +8,8 @@ with the scene's problem.
 
     python experiments/nl2pddl/counting_probe.py GENERATOR_EXPORT DATA_DIR [--per-side 40]
 
-Measured 2026-12-03 (experiments/nl2pddl/RESULTS.md): the 6 500-step generator 23/40 trained,
-13/40 never seen; the 8 000-step one 37/40 and 26/40.
+Measured 2026-12-03 (experiments/nl2pddl/RESULTS.md): the 6 500-step generator 21/40 trained,
+13/40 never seen; the 8 000-step one 34/40 and 26/40.
 """
 
 from __future__ import annotations

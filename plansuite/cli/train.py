@@ -27,6 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from plansuite.cli import CONF_DIR, friendly_errors, hydra_errors
 from plansuite.errors import ConfigError
+from plansuite.settings import check_type
 from plansuite.training import TrainSpec, model_config, train
 
 
@@ -79,19 +80,14 @@ def train_spec(cfg: DictConfig) -> TrainSpec:
         raise ConfigError("data_dir: required (a dataset directory from plansuite-data)")
     resolved = OmegaConf.to_container(cfg, resolve=True)
     trainer = {k: v for k, v in resolved["trainer"].items() if k != "_target_"}
+    compile_flag = cfg.get("compile", False)
+    check_type("compile", "bool", compile_flag)
     return TrainSpec(data_dir=cfg.data_dir, out_dir=cfg.out_dir, model=model_config(resolved["model"]),
                      trainer=trainer, seed=cfg.seed, ckpt_path=cfg.get("ckpt_path"),
                      checkpoint_every_n_steps=cfg.checkpoint_every_n_steps,
                      progress_every_n_steps=cfg.get("progress_every_n_steps", 100),
-                     num_workers=cfg.num_workers, compile=_flag(cfg.get("compile", False), "compile"),
+                     num_workers=cfg.num_workers, compile=compile_flag,
                      logger=logger_factory(cfg.get("logger")), config=resolved)
-
-
-def _flag(value, key: str) -> bool:
-    """A yes/no setting: a bool, not a string that only looks like one (``compile=no`` would be truthy)."""
-    if not isinstance(value, bool):
-        raise ConfigError(f"{key}={value!r}: choose true or false")
-    return value
 
 
 def compose_train(overrides: list[str]) -> DictConfig:

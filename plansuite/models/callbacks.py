@@ -50,7 +50,7 @@ class ProgressLines(L.Callback):
 
     def __init__(self, every_n_steps: int = 100):
         self.every_n_steps = every_n_steps
-        self.started: tuple[int, float] | None = None  # (global step, time) of this process's first step
+        self.started: tuple[int, float] = (0, 0.0)  # (global step, time) of this process's first step
 
     @staticmethod
     def _fmt(metrics: dict, prefix: str) -> str:
@@ -58,13 +58,13 @@ class ProgressLines(L.Callback):
                         if k.startswith(prefix) and not k.endswith(("/n", "/n_invalid")))
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
-        if self.started is None:
+        if not self.started[1]:
             self.started = (trainer.global_step, time.perf_counter())
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         if trainer.is_global_zero and trainer.global_step % self.every_n_steps == 0:
             total = trainer.estimated_stepping_batches
-            first, since = self.started or (trainer.global_step, time.perf_counter())
+            first, since = self.started  # set by on_train_batch_start
             left = eta(trainer.global_step - first, total - first, time.perf_counter() - since)
             print(f"[train] epoch {trainer.current_epoch + 1}/{trainer.max_epochs} step "
                   f"{trainer.global_step}/{total} "

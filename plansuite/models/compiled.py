@@ -28,18 +28,19 @@ def compile_for_training(model: torch.nn.Module, compiler: Callable = torch.comp
     """
     body = model.base_model
     eager = body.forward
-    compiled = {"forward": compiler(eager, dynamic=True)}  # dynamic: a new batch length per step
+    compiled = compiler(eager, dynamic=True)  # dynamic: a new batch length per step
 
     def forward(*args, **kwargs):
+        nonlocal compiled
         if not (body.training and torch.is_grad_enabled()):
             return eager(*args, **kwargs)
         try:
-            return compiled["forward"](*args, **kwargs)
+            return compiled(*args, **kwargs)
         except torch._dynamo.exc.TorchDynamoException as exc:  # nothing ran: eager is a clean retry
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             print(f"[train] compile=true: torch.compile failed ({reason[:200]}); training on eagerly",
                   file=sys.stderr, flush=True)
-            compiled["forward"] = eager
+            compiled = eager
             return eager(*args, **kwargs)
 
     body.forward = forward

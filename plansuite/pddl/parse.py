@@ -125,8 +125,9 @@ def _written_order(names, text: str, section: str) -> list:
     >>> [t.name for t in _written_order({T("b"), T("a"), T("c")}, "(:objects c a - x b)", ":objects")]
     ['c', 'a', 'b']
     """
-    start = text.lower().find(section)
-    body = text.lower()[start:] if start >= 0 else ""
+    lowered = text.lower()
+    start = lowered.find(section)
+    body = lowered[start:] if start >= 0 else ""
     where = {}
     for m in re.finditer(r"[^\s()]+", body):
         where.setdefault(m.group(0), m.start())
