@@ -117,6 +117,9 @@ class ProblemGeneratorConfig:
     # "dataset" (batch_size x the training pairs' mean labelled tokens: each token weighs the same
     # in every batch, which length-grouped batches need)
     loss_norm: str = "batch"
+    # > 1: a training batch goes through the model as up to this many runs of pairs of similar
+    # length, each padded to its own longest (same loss and gradient, less padding computed)
+    length_splits: int = 1
     monitor: Monitor = field(default_factory=Monitor)
 
 
@@ -219,14 +222,17 @@ RUN_SETTINGS = "run_settings.json"  # in out_dir: what its checkpoints were trai
 # Trainer keys that change how a run reports, not what it learns: a resume may change them.
 REPORTING_KEYS = ("enable_progress_bar", "log_every_n_steps", "enable_model_summary",
                   "num_sanity_val_steps", "default_root_dir")
+# Model keys that change how a step is computed, not its loss or gradient: likewise.
+COMPUTE_KEYS = ("length_splits",)
 
 
 def result_settings(spec: TrainSpec) -> dict:
     """The settings that decide the trained weights: dataset, model, trainer, seed (not logging,
     progress, checkpoint cadence or data-loader workers)."""
     trainer = {k: v for k, v in spec.trainer.items() if k not in REPORTING_KEYS}
+    model = {k: v for k, v in dataclasses.asdict(spec.model).items() if k not in COMPUTE_KEYS}
     return json.loads(json.dumps({"data_dir": str(spec.data_dir.resolve()), "seed": spec.seed,
-                                  "model": dataclasses.asdict(spec.model), "trainer": trainer},
+                                  "model": model, "trainer": trainer},
                                  default=str))
 
 
@@ -496,8 +502,10 @@ def build_problem_generator(spec: TrainSpec, domain: Domain) -> Built:
     if m.loss_norm not in LOSS_NORMS:
         raise ConfigError(f"model.loss_norm={m.loss_norm}: choose one of {', '.join(LOSS_NORMS)}")
     tokens = m.batch_size * dm.mean_completion if m.loss_norm == "dataset" else None
+    if m.length_splits < 1:
+        raise ConfigError(f"model.length_splits={m.length_splits}: must be >= 1 (1: the batch as one run)")
     module = ProblemGeneratorModule(model, tokenizer, domain, m.optim, max_new, spec.record(),
-                                    tokens_per_batch=tokens)
+                                    tokens_per_batch=tokens, length_splits=m.length_splits)
     return Built(module, dm, tokenizer, {"kind": m.kind, "max_new_tokens": max_new})
 
 
