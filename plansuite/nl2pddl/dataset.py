@@ -65,6 +65,8 @@ class NL2PDDLSpec:
                                # heights (scenes.blocksworld_heights), a counting curriculum
     counts_problems: int = 0  # Gripper: training-only abstract problems of rooms holding stated
                               # numbers of balls (scenes.gripper_counts), its counting curriculum
+    count_swaps: bool = False  # Gripper: also every unequal two-room split whose balls trade rooms
+                               # (scenes.gripper_count_swaps), training-only
     curriculum_per_problem: int = 2  # abstract descriptions of each curriculum problem
     fractions: dict[str, float] = field(default_factory=lambda: {"train": 0.8, "val": 0.1, "test": 0.1})
     critic_positives: int = 1  # matching examples per pair (shuffled / equivalent rewrites)
@@ -123,10 +125,11 @@ class CriticExample:
 # ---- building ---------------------------------------------------------------------------------
 def scenarios(spec: NL2PDDLSpec, domain: Domain, seed: int) -> list[scenes.Scenario]:
     rng = random.Random(f"{seed}/scenes")
-    for key, home in (("heights_problems", "blocksworld"), ("counts_problems", "gripper")):
+    for key, home, off in (("heights_problems", "blocksworld", "0"), ("counts_problems", "gripper", "0"),
+                           ("count_swaps", "gripper", "false")):
         if getattr(spec, key) and spec.domain != home:
             raise ConfigError(f"dataset.{key}={getattr(spec, key)}: a {home} curriculum "
-                              f"(dataset.domain={spec.domain!r}); set it to 0")
+                              f"(dataset.domain={spec.domain!r}); set it to {off}")
     if spec.domain == "blocksworld":
         out = scenes.blocksworld_abstract(domain, list(spec.abstract_sizes), rng)
         out += [scenes.blocksworld_random(domain, rng, spec.min_objects, spec.max_objects)
@@ -140,6 +143,8 @@ def scenarios(spec: NL2PDDLSpec, domain: Domain, seed: int) -> list[scenes.Scena
                 for _ in range(spec.random_problems)]
         out += scenes.gripper_counts(domain, list(spec.abstract_sizes), list(spec.rooms), spec.counts_problems,
                                      random.Random(f"{seed}/scenes/counts"))
+        if spec.count_swaps:
+            out += scenes.gripper_count_swaps(domain, list(spec.abstract_sizes), random.Random(f"{seed}/scenes/swaps"))
     elif spec.domain in scenes21.DOMAINS21:  # rooms: the places on the line (roads, corridors)
         out = scenes21.scenarios21(spec.domain, spec.random_problems, list(spec.abstract_sizes),
                                    list(spec.rooms), spec.min_objects, spec.max_objects, rng)
