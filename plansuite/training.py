@@ -492,6 +492,10 @@ def build_problem_generator(spec: TrainSpec, domain: Domain) -> Built:
 
     load_nl2pddl_manifest(spec.data_dir)
     m: ProblemGeneratorConfig = spec.model
+    if m.loss_norm not in LOSS_NORMS:  # before the tokenizer and the data: a bad setting costs nothing
+        raise ConfigError(f"model.loss_norm={m.loss_norm}: choose one of {', '.join(LOSS_NORMS)}")
+    if m.length_splits < 1:
+        raise ConfigError(f"model.length_splits={m.length_splits}: must be >= 1 (1: the batch as one run)")
     tokenizer = make_text_tokenizer(m.backbone, m.vocab_size, spec.data_dir, m.kind, domain)
     model = make_model(m.backbone, "causal", tokenizer)
     dm = ProblemDataModule(spec.data_dir, tokenizer, model.config.n_positions, m.batch_size,
@@ -499,11 +503,7 @@ def build_problem_generator(spec: TrainSpec, domain: Domain) -> Built:
                            abstract_repeat=m.abstract_repeat, group_by_length=m.group_by_length)
     dm.setup()  # data problems surface now, as one line, before any training
     max_new = m.max_new_tokens or 2 * dm.max_completion
-    if m.loss_norm not in LOSS_NORMS:
-        raise ConfigError(f"model.loss_norm={m.loss_norm}: choose one of {', '.join(LOSS_NORMS)}")
     tokens = m.batch_size * dm.mean_completion if m.loss_norm == "dataset" else None
-    if m.length_splits < 1:
-        raise ConfigError(f"model.length_splits={m.length_splits}: must be >= 1 (1: the batch as one run)")
     module = ProblemGeneratorModule(model, tokenizer, domain, m.optim, max_new, spec.record(),
                                     tokens_per_batch=tokens, length_splits=m.length_splits)
     return Built(module, dm, tokenizer, {"kind": m.kind, "max_new_tokens": max_new})

@@ -22,21 +22,14 @@ from __future__ import annotations
 import time
 
 import torch
-from transformers import GPT2Config, GPT2LMHeadModel
+from transformers import GPT2LMHeadModel
 
-from experiments.bench.steps import training_tokens_per_s
+from experiments.bench.steps import VOCAB, problem_generator_model, training_tokens_per_s
 from plansuite.models.compiled import compile_for_training
 from plansuite.nl2pddl.problem_generator_module import completion_loss
 
 STEPS, WARM, ROUNDS = 24, 2, 3  # steps per round, steps excluded from timing, rounds per side
-VOCAB, POSITIONS, BATCH, LENGTH = 2048, 512, 8, 256  # the problem generator as make nl2pddl-cpu trains it
-
-
-def make_model() -> GPT2LMHeadModel:
-    torch.manual_seed(0)
-    return GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_positions=POSITIONS, n_embd=128, n_layer=3,
-                                      n_head=4, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-                                      bos_token_id=0, eos_token_id=0))
+BATCH, LENGTH = 8, 256  # the problem generator's batches as make nl2pddl-cpu trains it
 
 
 def batches(rng: torch.Generator) -> list[torch.Tensor]:
@@ -54,7 +47,7 @@ def loss_of(model: GPT2LMHeadModel, ids: torch.Tensor) -> torch.Tensor:
 
 def main() -> dict:
     rng = torch.Generator().manual_seed(0)
-    eager, compiled = make_model(), make_model()
+    eager, compiled = problem_generator_model(), problem_generator_model()
     compiled.load_state_dict(eager.state_dict())
     probe = batches(rng)[0]
     compile_for_training(compiled)
@@ -69,9 +62,9 @@ def main() -> dict:
     for r in range(ROUNDS):
         print(f"[bench compile] round {r + 1}/{ROUNDS}", flush=True)
         stream = batches(rng)
-        for side, model in (("eager", make_model()), ("compiled", compiled)):
+        for side, model in (("eager", problem_generator_model()), ("compiled", compiled)):
             if side == "compiled":
-                compiled.load_state_dict(make_model().state_dict())
+                compiled.load_state_dict(problem_generator_model().state_dict())
             rates[side].append(training_tokens_per_s(model, stream, loss_of, WARM))
     return {"threads": torch.get_num_threads(),
             "eager_tokens_per_s": [round(x) for x in rates["eager"]],

@@ -18,22 +18,15 @@ Run: ``python -m experiments.bench length_splits`` (or ``make bench``).
 from __future__ import annotations
 
 import torch
-from transformers import GPT2Config, GPT2LMHeadModel
+from transformers import GPT2LMHeadModel
 
-from experiments.bench.steps import training_tokens_per_s
+from experiments.bench.steps import VOCAB, problem_generator_model, training_tokens_per_s
 from plansuite.nl2pddl.problem_generator_module import completion_loss, length_runs
 
 STEPS, WARM, ROUNDS = 16, 2, 3  # steps per round, steps excluded from timing, rounds per side
-VOCAB, POSITIONS, BATCH = 2048, 512, 8  # the problem generator as make nl2pddl-cpu trains it
+BATCH = 8  # the problem generator's batches as make nl2pddl-cpu trains it
 SPLITS = (1, 2, 4, 8)
 Batch = tuple[torch.Tensor, torch.Tensor]  # (input ids, attention mask), right-padded
-
-
-def make_model() -> GPT2LMHeadModel:
-    torch.manual_seed(0)
-    return GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_positions=POSITIONS, n_embd=128, n_layer=3,
-                                      n_head=4, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-                                      bos_token_id=0, eos_token_id=0))
 
 
 def pair_length(rng: torch.Generator) -> int:
@@ -80,7 +73,7 @@ def main() -> dict:
         print(f"[bench length_splits] round {r + 1}/{ROUNDS}", flush=True)
         stream = batches(rng)
         for k in SPLITS:
-            rates[k].append(training_tokens_per_s(make_model(), stream, loss_for(k), WARM,
+            rates[k].append(training_tokens_per_s(problem_generator_model(), stream, loss_for(k), WARM,
                                                   tokens_of=lambda b: int(b[1].sum())))
     return {"threads": torch.get_num_threads(),
             "real_tokens_per_s": {k: [round(x) for x in v] for k, v in rates.items()},

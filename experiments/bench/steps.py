@@ -1,4 +1,5 @@
-"""The timed training loop the training-step benchmarks share (``bench_precision``, ``bench_compile``)."""
+"""What the training-step benchmarks share: the timed loop (``bench_precision``, ``bench_compile``,
+``bench_length_splits``) and the problem generator as ``make nl2pddl-cpu`` trains it (the last two)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,17 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from transformers import GPT2Config, GPT2LMHeadModel
+
+VOCAB, POSITIONS = 2048, 512  # the problem generator's corpus tokenizer and context
+
+
+def problem_generator_model() -> GPT2LMHeadModel:
+    """The tiny text GPT-2 (3 x 128) the NL -> PDDL problem generator trains, the same weights every call."""
+    torch.manual_seed(0)
+    return GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_positions=POSITIONS, n_embd=128, n_layer=3,
+                                      n_head=4, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+                                      bos_token_id=0, eos_token_id=0))
 
 
 def training_tokens_per_s(model: torch.nn.Module, batches: list[Any],

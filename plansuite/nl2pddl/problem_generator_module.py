@@ -74,12 +74,12 @@ def completion_loss(model, input_ids: torch.Tensor, attention_mask: torch.Tensor
     row's tokens see only its own earlier tokens, so the loss and its gradient are the whole
     batch's (to float rounding); only the padding positions are not computed. A random batch of
     8 Blocksworld pairs is about a third padding."""
-    lengths = attention_mask.sum(dim=1).tolist() if length_splits > 1 else []
-    runs = length_runs(lengths, length_splits) if length_splits > 1 else [[]]
+    parts: list[tuple[torch.Tensor | slice, int]] = [(slice(None), input_ids.shape[1])]  # the batch as it is
+    if length_splits > 1:
+        lengths = attention_mask.sum(dim=1).tolist()
+        parts = [(torch.tensor(run), max(lengths[r] for r in run)) for run in length_runs(lengths, length_splits)]
     total = input_ids.new_zeros((), dtype=torch.float32)
-    for run in runs:
-        rows = torch.tensor(run) if len(runs) > 1 else slice(None)  # one run: the batch as it is
-        width = max(lengths[r] for r in run) if len(runs) > 1 else input_ids.shape[1]
+    for rows, width in parts:
         hidden = model.base_model(input_ids=input_ids[rows, :width],
                                   attention_mask=attention_mask[rows, :width]).last_hidden_state
         targets = labels[rows, 1:width]  # position i predicts token i + 1

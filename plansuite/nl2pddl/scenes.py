@@ -268,14 +268,8 @@ def gripper_abstract(domain: Domain, sizes: list[int], room_counts: list[int],
                     init = _gripper_state(rooms[0], where, grippers)
                 target = {"other_room": dict.fromkeys(balls, rooms[1]), "spread": spread,
                           "gather": dict.fromkeys(balls, rooms[0]),
-                          "swap": {b: rooms[1 - rooms.index(room)] for b, room in spread.items()}}[goal_scene]
-                goal = {("at", b, room) for b, room in target.items()}
-                if rng.random() < 0.5:  # full form: the (implied) free grippers too
-                    goal |= {("free", g) for g in grippers}
-                problem = Problem(f"gripper-{init_scene}-{goal_scene}-{n}-{r}", domain.name,
-                                  _gripper_objects(balls, rooms, grippers), init, frozenset(goal))
-                out.append(Scenario(problem, init_scene, goal_scene,
-                                    {"ball": "numbered", "room": "letters", "gripper": "sides"}, params))
+                          "swap": _traded(spread, rooms) if r == 2 else {}}[goal_scene]
+                out.append(_numbered_scene(domain, init_scene, goal_scene, init, target, balls, rooms, params, rng))
     return out
 
 
@@ -289,6 +283,31 @@ def _consecutive(balls: list[str], rooms: list[str], counts: list[int]) -> dict[
     """
     where = [room for room, c in zip(rooms, counts, strict=False) for _ in range(c)]
     return dict(zip(balls, where, strict=True))
+
+
+def _traded(where: dict[str, str], rooms: list[str]) -> dict[str, str]:
+    """Ball -> the other of two rooms: where each ball of ``where`` ends when the rooms trade balls.
+
+    >>> _traded({"b1": "x", "b2": "y"}, ["x", "y"])
+    {'b1': 'y', 'b2': 'x'}
+    """
+    return {b: rooms[1 - rooms.index(room)] for b, room in where.items()}
+
+
+def _numbered_scene(domain: Domain, init_scene: str, goal_scene: str, init: frozenset[Atom],
+                    target: dict[str, str], balls: list[str], rooms: list[str], params: dict,
+                    rng: random.Random) -> Scenario:
+    """A scene of numbered balls, lettered rooms and the left and right grippers whose goal puts
+    each ball of ``target`` in its room; half the time (one draw of ``rng``) the goal also states
+    the grippers free, which the placed balls imply."""
+    grippers = GRIPPER_NAMES["sides"]()
+    goal = {("at", b, room) for b, room in target.items()}
+    if rng.random() < 0.5:  # full form: the (implied) free grippers too
+        goal |= {("free", g) for g in grippers}
+    problem = Problem(f"gripper-{init_scene}-{goal_scene}-{len(balls)}-{len(rooms)}", domain.name,
+                      _gripper_objects(balls, rooms, grippers), init, frozenset(goal))
+    return Scenario(problem, init_scene, goal_scene, {"ball": "numbered", "room": "letters", "gripper": "sides"},
+                    params)
 
 
 def gripper_counts(domain: Domain, sizes: list[int], room_counts: list[int], count: int,
@@ -317,14 +336,8 @@ def gripper_counts(domain: Domain, sizes: list[int], room_counts: list[int], cou
         counted, together = _consecutive(balls, rooms, counts), dict.fromkeys(balls, rooms[0])
         init_scene, goal_scene = (COUNTS, "gather") if gathered else ("one_room", COUNTS)
         init = _gripper_state(rooms[0], counted if gathered else together, grippers)
-        goal = {("at", b, room) for b, room in (together if gathered else counted).items()}
-        if rng.random() < 0.5:  # full form: the (implied) free grippers too
-            goal |= {("free", g) for g in grippers}
-        problem = Problem(f"gripper-{init_scene}-{goal_scene}-{n}-{r}", domain.name,
-                          _gripper_objects(balls, rooms, grippers), init, frozenset(goal))
-        out.append(Scenario(problem, init_scene, goal_scene,
-                            {"ball": "numbered", "room": "letters", "gripper": "sides"},
-                            {"n": n, "rooms": r, "counts": counts}))
+        out.append(_numbered_scene(domain, init_scene, goal_scene, init, together if gathered else counted,
+                                   balls, rooms, {"n": n, "rooms": r, "counts": counts}, rng))
     return out
 
 
@@ -352,13 +365,9 @@ def gripper_count_swaps(domain: Domain, sizes: list[int], rng: random.Random) ->
                 continue
             balls = BALL_NAMES["numbered"](n)
             counted = _consecutive(balls, rooms, counts)
-            goal = {("at", b, rooms[1 - rooms.index(room)]) for b, room in counted.items()}
-            if rng.random() < 0.5:  # full form: the (implied) free grippers too
-                goal |= {("free", g) for g in grippers}
-            problem = Problem(f"gripper-{COUNTS}-swap-{n}-2", domain.name, _gripper_objects(balls, rooms, grippers),
-                              _gripper_state(rooms[0], counted, grippers), frozenset(goal))
-            out.append(Scenario(problem, COUNTS, "swap", {"ball": "numbered", "room": "letters", "gripper": "sides"},
-                                {"n": n, "rooms": 2, "counts": counts}))
+            out.append(_numbered_scene(domain, COUNTS, "swap", _gripper_state(rooms[0], counted, grippers),
+                                       _traded(counted, rooms), balls, rooms, {"n": n, "rooms": 2, "counts": counts},
+                                       rng))
     return out
 
 
