@@ -34,7 +34,7 @@ from plansuite.data.generator_recipes import FinetuneConfig
 from plansuite.data.verifier_recipes import OnPolicyConfig
 from plansuite.errors import ConfigError, PlansuiteError
 from plansuite.jsonl import write_atomic
-from plansuite.models.backbone import BackboneConfig
+from plansuite.models.backbone import BackboneConfig, context_length
 from plansuite.models.optim import OptimConfig
 from plansuite.pddl.model import Domain
 from plansuite.settings import from_mapping
@@ -445,7 +445,7 @@ def build_generator(spec: TrainSpec, domain: Domain) -> Built:
     else:
         tokenizer = make_tokenizer(m.backbone, domain, spec.data_dir)
         model = make_model(m.backbone, "causal", tokenizer)
-    dm = GeneratorDataModule(spec.data_dir, tokenizer, model.config.n_positions, m.batch_size,
+    dm = GeneratorDataModule(spec.data_dir, tokenizer, context_length(model.config), m.batch_size,
                              m.loss_on, m.val_greedy, num_workers=spec.num_workers, seed=spec.seed,
                              finetune=m.finetune, trajectories=m.trajectories,
                              train_transitions=m.train_transitions, augment=m.augment)
@@ -475,7 +475,7 @@ def build_verifier(spec: TrainSpec, domain: Domain) -> Built:
         tokenizer = make_tokenizer(m.backbone, domain, spec.data_dir)
         model = make_model(m.backbone, "classifier", tokenizer)
     add_tokens(model, tokenizer, EXTRA_TOKENS.get(m.input_kind, ()))
-    dm = VerifierDataModule(spec.data_dir, domain, tokenizer, model.config.n_positions, m.recipe,
+    dm = VerifierDataModule(spec.data_dir, domain, tokenizer, context_length(model.config), m.recipe,
                             m.input_kind, m.batch_size, m.generator_dir, m.onpolicy,
                             spec.out_dir / "data", spec.num_workers, spec.seed,
                             augment=m.augment)
@@ -498,7 +498,7 @@ def build_problem_generator(spec: TrainSpec, domain: Domain) -> Built:
         raise ConfigError(f"model.length_splits={m.length_splits}: must be >= 1 (1: the batch as one run)")
     tokenizer = make_text_tokenizer(m.backbone, m.vocab_size, spec.data_dir, m.kind, domain)
     model = make_model(m.backbone, "causal", tokenizer)
-    dm = ProblemDataModule(spec.data_dir, tokenizer, model.config.n_positions, m.batch_size,
+    dm = ProblemDataModule(spec.data_dir, tokenizer, context_length(model.config), m.batch_size,
                            m.loss_on, m.val_greedy, num_workers=spec.num_workers, seed=spec.seed,
                            abstract_repeat=m.abstract_repeat, group_by_length=m.group_by_length)
     dm.setup()  # data problems surface now, as one line, before any training
@@ -527,7 +527,7 @@ def build_critic(spec: TrainSpec, domain: Domain) -> Built:
     else:
         tokenizer = make_text_tokenizer(m.backbone, m.vocab_size, spec.data_dir, m.kind, domain)
         model = make_model(m.backbone, "classifier", tokenizer, labels)
-    dm = CriticDataModule(spec.data_dir, tokenizer, model.config.n_positions, m.batch_size,
+    dm = CriticDataModule(spec.data_dir, tokenizer, context_length(model.config), m.batch_size,
                           spec.num_workers, spec.seed, classes)
     dm.setup()
     module = CriticModule(model, m.optim, spec.record(), classes)

@@ -43,6 +43,7 @@ from transformers import GPT2LMHeadModel, PreTrainedModel, PreTrainedTokenizerBa
 
 from plansuite.data.verifier_recipes import INPUT_KINDS, verifier_input
 from plansuite.errors import ConfigError
+from plansuite.models.backbone import context_length
 from plansuite.models.export import load_export
 from plansuite.models.tokenizer import decode, encode, pad_ids, stop_token_ids
 from plansuite.pddl.codec import ACTION, format_completion
@@ -199,7 +200,7 @@ class GeneratorPolicy:
         self.model, self.tokenizer = model, tokenizer
         self.max_new_tokens, self.batch_size = max_new_tokens, batch_size
         self.stop_ids = stop_token_ids(tokenizer)
-        self.context = getattr(model.config, "n_positions", None) or model.config.max_position_embeddings
+        self.context = context_length(model.config)
         specials = {tokenizer.pad_token_id, tokenizer.unk_token_id, tokenizer.eos_token_id}
         self.banned_ids = sorted(i for i in specials if i is not None)
         self.meta: dict = {}
@@ -285,7 +286,7 @@ class VerifierScorer:
                               f"{', '.join(INPUT_KINDS)})")
         self.model, self.tokenizer = model, tokenizer
         self.threshold, self.input_kind, self.batch_size = threshold, input_kind, batch_size
-        self.context = getattr(model.config, "n_positions", None) or model.config.max_position_embeddings
+        self.context = context_length(model.config)
         self.meta: dict = {}
 
     @classmethod

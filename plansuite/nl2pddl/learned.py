@@ -53,6 +53,7 @@ import zlib
 from pathlib import Path
 
 from plansuite.errors import ConfigError, PlansuiteError
+from plansuite.models.backbone import context_length
 from plansuite.models.export import load_export
 from plansuite.models.inference import GeneratorPolicy, class_probabilities
 from plansuite.models.tokenizer import decode, encode
@@ -280,7 +281,7 @@ class LearnedCritic:
         if self.model.config.pad_token_id is None:
             raise ConfigError(f"{export}: critic config has no pad_token_id")
         self.threshold, self.batch_size = threshold, batch_size
-        self.context = self.model.config.n_positions
+        self.context = context_length(self.model.config)
 
     def probabilities(self, texts: list[str]) -> list[list[float]]:
         """P(label) for each critic input text; over-long inputs keep their first tokens."""

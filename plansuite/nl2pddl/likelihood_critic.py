@@ -53,6 +53,7 @@ from pathlib import Path
 import torch
 
 from plansuite.errors import ConfigError, PlansuiteError
+from plansuite.models.backbone import context_length
 from plansuite.models.export import load_export
 from plansuite.models.tokenizer import decode, encode, pad_ids
 from plansuite.nl2pddl.critic import CriticVerdict, verdict_label
@@ -188,7 +189,7 @@ class LikelihoodCritic:
         self.domain = load_domain(domain_file) if domain_file.is_file() else None
         self.model.eval()
         self.batch_size = batch_size
-        self.context = self.model.config.n_positions
+        self.context = context_length(self.model.config)
         self.threshold = threshold
         if threshold is None:
             if not calibrate_on:
