@@ -402,6 +402,9 @@ def make_model(backbone: BackboneConfig, head: str, tokenizer, labels: dict[int,
     if backbone.name == "pretrained":
         if not backbone.path:
             raise ConfigError("model.backbone.name=pretrained: set model.backbone.path")
+        if backbone.arch != BackboneConfig.arch:  # the saved config says what it is
+            raise ConfigError(f"model.backbone.arch={backbone.arch}: only for name=tiny (a pretrained "
+                              "backbone's architecture is its saved config's)")
         return pretrained_model(backbone.path, head, tokenizer, labels)
     raise ConfigError(f"model.backbone.name '{backbone.name}': unknown (choose from tiny, pretrained)")
 

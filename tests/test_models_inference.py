@@ -31,6 +31,7 @@ from plansuite.models.export import save_export
 from plansuite.models.inference import GeneratorPolicy, VerifierScorer, sample_ids
 from plansuite.models.tokenizer import build_atom_tokenizer, decode, encode, stop_token_ids
 from plansuite.pddl.codec import format_completion, parse_completion
+from plansuite.training import make_model
 
 DOMAIN = load_builtin("blocksworld")
 SMALL = BackboneConfig(n_layer=2, n_embd=32, n_head=2, n_positions=160)
@@ -152,11 +153,13 @@ def test_rotary_backbone_decodes_left_padded_batches_like_one_at_a_time(tmp_path
     assert batched == [_ref_greedy(policy.model, p, policy.stop_ids, 12) for p in prompts]
 
 
-def test_unknown_arch_and_llama_dropout_are_refused(atom_tok):
+def test_unknown_arch_and_llama_dropout_are_refused(atom_tok, gen_export):
     with pytest.raises(ConfigError, match="arch 'bert'"):
         tiny_model(BackboneConfig(arch="bert"), "causal", atom_tok)
     with pytest.raises(ConfigError, match="arch=llama: dropout"):
         tiny_model(BackboneConfig(arch="llama", dropout=0.1), "causal", atom_tok)
+    with pytest.raises(ConfigError, match="only for name=tiny"):  # a saved model is what it is
+        make_model(BackboneConfig(name="pretrained", path=str(gen_export), arch="llama"), "causal", atom_tok)
 
 
 def test_generate_is_seeded_and_reports_new_tokens(gen_export, data_dir):
