@@ -346,6 +346,36 @@ def test_count_swaps_trade_every_ball_in_training_and_never_the_held_out_even_sp
         scenarios(replace(NL2PDDLSpec(**SMALL["blocksworld"]), count_swaps=True), load_builtin("blocksworld"), seed=0)
 
 
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_renamed_abstract_targets_are_the_same_problems_in_training_only(tmp_path, name):
+    """``renamed_abstract``: training abstract targets with the objects the description does not
+    name permuted (some differ as text, all are the reference up to renaming, names the
+    description gives stay); explicit pairs and the val / test splits are unchanged."""
+    domain = load_builtin(name)
+    base = NL2PDDLSpec(**SMALL[name])
+    outs = {}
+    for label, s in (("base", base), ("renamed", replace(base, renamed_abstract=1.0))):
+        outs[label] = tmp_path / label
+        build_nl2pddl(s, domain, builtin_path(name).read_text(), outs[label], seed=1, progress=lambda _: None)
+    for split in ("val", "test"):
+        assert load_pairs(outs["base"], split) == load_pairs(outs["renamed"], split)
+    before, after = load_pairs(outs["base"], "train"), load_pairs(outs["renamed"], "train")
+    assert [replace(p, target="") for p in before] == [replace(p, target="") for p in after]
+    changed = 0
+    for old, new in zip(before, after, strict=True):
+        if old.style == "explicit":
+            assert new.target == old.target
+            continue
+        changed += new.target != old.target
+        ref, got = parse_problem(new.problem, domain), parse_problem(new.target, domain)
+        assert semantic(ref, got, domain).equivalent is True and got.objects == ref.objects
+        named = set(re.findall(r"[\w-]+", new.description.lower()))
+        assert {a for a in ref.init if set(a[1:]) <= named} <= got.init  # facts of named objects stay
+    assert changed > len([p for p in after if p.style == "abstract"]) // 2
+    with pytest.raises(ConfigError, match="renamed_abstract=1.5: a share"):
+        scenarios(replace(base, renamed_abstract=1.5), domain, seed=0)
+
+
 def test_the_same_dataset_in_every_process(tmp_path):
     """Byte-identical pairs and critic examples under two hash seeds: a frozenset iterated into
     a shuffle made the critic examples' atom order change from process to process."""

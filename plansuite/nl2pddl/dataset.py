@@ -22,9 +22,11 @@ under different names. Abstract and random problems are split separately, so eve
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import random
+import re
 import shutil
 import tempfile
 import time
@@ -42,7 +44,7 @@ from plansuite.nl2pddl.describe import describe, described_order
 from plansuite.nl2pddl.equivalence import semantic_sections
 from plansuite.nl2pddl.graphs import graph_key, problem_graph
 from plansuite.nl2pddl.worlds import world_for
-from plansuite.pddl.model import Atom, Domain, atom_text, problem_to_pddl
+from plansuite.pddl.model import Atom, Domain, Problem, atom_text, problem_to_pddl
 
 SCHEMA_VERSION = 1
 SPLITS = ("train", "val", "test")
@@ -68,6 +70,9 @@ class NL2PDDLSpec:
     count_swaps: bool = False  # Gripper: also every unequal two-room split whose balls trade rooms
                                # (scenes.gripper_count_swaps), training-only
     curriculum_per_problem: int = 2  # abstract descriptions of each curriculum problem
+    renamed_abstract: float = 0.0  # share of the training split's abstract pairs whose target has the
+                                   # objects the description does not name renamed at random within
+                                   # their type (renamed_target); validation and test pairs never
     fractions: dict[str, float] = field(default_factory=lambda: {"train": 0.8, "val": 0.1, "test": 0.1})
     critic_positives: int = 1  # matching examples per pair (shuffled / equivalent rewrites)
     critic_negatives: int = 1  # corruptions per pair and mismatch kind
@@ -130,6 +135,11 @@ def scenarios(spec: NL2PDDLSpec, domain: Domain, seed: int) -> list[scenes.Scena
         if getattr(spec, key) and spec.domain != home:
             raise ConfigError(f"dataset.{key}={getattr(spec, key)}: a {home} curriculum "
                               f"(dataset.domain={spec.domain!r}); set it to {off}")
+    if not 0 <= spec.renamed_abstract <= 1:
+        raise ConfigError(f"dataset.renamed_abstract={spec.renamed_abstract}: a share, in [0, 1]")
+    if spec.renamed_abstract and domain.level != "classical":  # fluents name objects too
+        raise ConfigError(f"dataset.renamed_abstract={spec.renamed_abstract}: STRIPS domains only "
+                          f"({spec.domain} is {domain.level}); set it to 0")
     if spec.domain == "blocksworld":
         out = scenes.blocksworld_abstract(domain, list(spec.abstract_sizes), rng)
         out += [scenes.blocksworld_random(domain, rng, spec.min_objects, spec.max_objects)
@@ -295,9 +305,13 @@ def _build_into(tmp: Path, spec: NL2PDDLSpec, domain: Domain, domain_text: str, 
                                       if scenario.training_only else spec.abstract_per_problem)
             for k, style in enumerate(styles):
                 description = _describe(domain)(scenario, style, rng)
+                target = _target(spec, scenario, style, description, reference, domain)
+                rename = random.Random(f"{seed}/rename/{pid}/{k}")  # its own stream: other pairs unchanged
+                if style == "abstract" and split == "train" and rename.random() < spec.renamed_abstract:
+                    target = renamed_target(spec, scenario, description, domain, rename)
+                    counts[split]["pairs_abstract_renamed"] += 1
                 pair = Pair(f"{pid}-{style[0]}{k}", pid, group, style, scenario.init_scene,
-                            scenario.goal_scene, description, reference,
-                            _target(spec, scenario, style, description, reference, domain))
+                            scenario.goal_scene, description, reference, target)
                 pair_files[split].write(_dumps({**asdict(pair), "names": scenario.names}))
                 counts[split][f"pairs_{style}"] += 1
                 for row in _critic_rows(pair, scenario, domain, spec, rng):
@@ -337,6 +351,46 @@ def _target(spec: NL2PDDLSpec, scenario: scenes.Scenario, style: str, descriptio
     order = (described_order(scenario, description) if style == "explicit"
              else scenes.scene_order(scenario))
     return reference if order is None else reorder_atoms(reference, order)
+
+
+def renamed_target(spec: NL2PDDLSpec, scenario: scenes.Scenario, description: str, domain: Domain,
+                   rng: random.Random) -> str:
+    """The target of an abstract ``description`` of ``scenario`` with the objects it does not name
+    permuted at random within their type, the atoms then in the target's usual order.
+
+    An abstract description leaves those names free ("six balls ... trade rooms" says nothing of
+    which ball is where), and every renaming is the same problem up to renaming, which is what
+    semantic equivalence judges. Trained only on the scenes' own numbering (ball1-ball3 in rooma),
+    a generator learns a swap's goal as the index pattern of a trained split; renamed, the goal of
+    ball7 is only to be found at ball7's ``:init`` fact.
+    """
+    named = set(re.findall(r"[\w-]+", description.lower()))
+    by_type: dict[str, list[str]] = {}
+    for name, typ in scenario.problem.objects.items():
+        if name.lower() not in named:
+            by_type.setdefault(typ, []).append(name)
+    mapping: dict[str, str] = {}
+    for names in by_type.values():
+        mapping.update(zip(names, rng.sample(names, len(names)), strict=True))
+    renamed = dataclasses.replace(scenario, problem=rename_problem(scenario.problem, mapping))
+    return _target(spec, renamed, "abstract", description, problem_to_pddl(renamed.problem, domain), domain)
+
+
+def rename_problem(problem: Problem, mapping: dict[str, str]) -> Problem:
+    """``problem`` with its objects renamed by ``mapping`` (a bijection; names not in it stay).
+
+    >>> from plansuite.pddl.model import Problem
+    >>> p = Problem("p", "d", {"a": "ball", "b": "ball"}, frozenset({("at", "a", "r")}), frozenset({("at", "b", "r")}))
+    >>> q = rename_problem(p, {"a": "b", "b": "a"})
+    >>> sorted(q.init), sorted(q.goal_pos), q.objects == p.objects
+    ([('at', 'b', 'r')], [('at', 'a', 'r')], True)
+    """
+    def atoms(found: frozenset[Atom]) -> frozenset[Atom]:
+        return frozenset((a[0], *(mapping.get(x, x) for x in a[1:])) for a in found)
+
+    return dataclasses.replace(problem, objects={mapping.get(o, o): t for o, t in problem.objects.items()},
+                               init=atoms(problem.init), goal_pos=atoms(problem.goal_pos),
+                               goal_neg=atoms(problem.goal_neg))
 
 
 def reorder_atoms(text: str, order: dict[str, list[Atom]]) -> str:
