@@ -36,6 +36,7 @@ from plansuite.nl2pddl.describe import (
     mention,
 )
 from plansuite.nl2pddl.equivalence import semantic
+from plansuite.nl2pddl.mentions import named
 from plansuite.nl2pddl.worlds import world_for
 from plansuite.pddl.checks import check_problem
 from plansuite.pddl.parse import parse_problem
@@ -369,8 +370,8 @@ def test_renamed_abstract_targets_are_the_same_problems_in_training_only(tmp_pat
         changed += new.target != old.target
         ref, got = parse_problem(new.problem, domain), parse_problem(new.target, domain)
         assert semantic(ref, got, domain).equivalent is True and got.objects == ref.objects
-        named = set(re.findall(r"[\w-]+", new.description.lower()))
-        assert {a for a in ref.init if set(a[1:]) <= named} <= got.init  # facts of named objects stay
+        stated = named(new.description, ref.objects)
+        assert {a for a in ref.init if set(a[1:]) <= stated} <= got.init  # facts of named objects stay
     assert changed > len([p for p in after if p.style == "abstract"]) // 2
     with pytest.raises(ConfigError, match="renamed_abstract=1.5: a share"):
         scenarios(replace(base, renamed_abstract=1.5), domain, seed=0)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from plansuite.nl2pddl.equivalence import semantic
 from plansuite.nl2pddl.scenes import BALL_NAMES, BLOCK_NAMES, Scenario
 from plansuite.nl2pddl.worlds import BLOCKSWORLD, find_state, implied_literals, world_for
-from plansuite.pddl.model import Atom, Domain, Problem, atom_text, number_text
+from plansuite.pddl.model import Atom, Domain, Problem, atom_text, number_text, rename_atoms
 from plansuite.pddl.simulator import GroundTask
 
 KINDS = ("object", "init", "goal")
@@ -46,10 +46,6 @@ def shuffled_pddl(problem: Problem, domain: Domain, rng: random.Random) -> str:
     metric = f"\n  (:metric {problem.metric})" if problem.metric else ""
     return (f"(define (problem {problem.name})\n  (:domain {problem.domain_name})\n"
             f"  (:objects {decl})\n  (:init {' '.join(init)})\n  (:goal (and {' '.join(goal)})){metric})\n")
-
-
-def _rename_in(atoms, swap: dict[str, str]) -> frozenset[Atom]:
-    return frozenset((a[0], *(swap.get(x, x) for x in a[1:])) for a in atoms)
 
 
 def _same_type_pair(problem: Problem, rng: random.Random) -> tuple[str, str] | None:
@@ -125,7 +121,7 @@ def _init_corruption(scenario: Scenario, domain: Domain, rng: random.Random) -> 
         if pair is None:
             return None
         a, b = pair
-        return replace(p, init=_rename_in(p.init, {a: b, b: a})), f"swapped {a} and {b} in init"
+        return replace(p, init=rename_atoms(p.init, {a: b, b: a})), f"swapped {a} and {b} in init"
     init, steps = _walk(p, domain, p.init, rng)  # or: a few random legal actions later
     return replace(p, init=init), "init advanced by " + " ".join(steps)
 
@@ -138,7 +134,7 @@ def _goal_corruption(scenario: Scenario, domain: Domain, rng: random.Random) -> 
         if pair is None:
             return None
         a, b = pair
-        return replace(p, goal_pos=_rename_in(p.goal_pos, {a: b, b: a})), f"swapped {a} and {b} in goal"
+        return replace(p, goal_pos=rename_atoms(p.goal_pos, {a: b, b: a})), f"swapped {a} and {b} in goal"
     if choice < 0.55:  # a goal state a few actions away, stated with the same predicates
         world = world_for(domain)
         witness = find_state(world, p.objects, p.goal_pos, p.goal_neg)

@@ -26,7 +26,6 @@ import dataclasses
 import json
 import os
 import random
-import re
 import shutil
 import tempfile
 import time
@@ -43,8 +42,9 @@ from plansuite.nl2pddl.critic import critic_input
 from plansuite.nl2pddl.describe import describe, described_order
 from plansuite.nl2pddl.equivalence import semantic_sections
 from plansuite.nl2pddl.graphs import graph_key, problem_graph
+from plansuite.nl2pddl.mentions import named
 from plansuite.nl2pddl.worlds import world_for
-from plansuite.pddl.model import Atom, Domain, Problem, atom_text, problem_to_pddl
+from plansuite.pddl.model import Atom, Domain, atom_text, problem_to_pddl, rename_problem
 
 SCHEMA_VERSION = 1
 SPLITS = ("train", "val", "test")
@@ -305,11 +305,13 @@ def _build_into(tmp: Path, spec: NL2PDDLSpec, domain: Domain, domain_text: str, 
                                       if scenario.training_only else spec.abstract_per_problem)
             for k, style in enumerate(styles):
                 description = _describe(domain)(scenario, style, rng)
-                target = _target(spec, scenario, style, description, reference, domain)
-                rename = random.Random(f"{seed}/rename/{pid}/{k}")  # its own stream: other pairs unchanged
-                if style == "abstract" and split == "train" and rename.random() < spec.renamed_abstract:
+                rename = (random.Random(f"{seed}/rename/{pid}/{k}")  # its own stream: other pairs unchanged
+                          if spec.renamed_abstract and style == "abstract" and split == "train" else None)
+                if rename and rename.random() < spec.renamed_abstract:
                     target = renamed_target(spec, scenario, description, domain, rename)
                     counts[split]["pairs_abstract_renamed"] += 1
+                else:
+                    target = _target(spec, scenario, style, description, reference, domain)
                 pair = Pair(f"{pid}-{style[0]}{k}", pid, group, style, scenario.init_scene,
                             scenario.goal_scene, description, reference, target)
                 pair_files[split].write(_dumps({**asdict(pair), "names": scenario.names}))
@@ -364,33 +366,16 @@ def renamed_target(spec: NL2PDDLSpec, scenario: scenes.Scenario, description: st
     a generator learns a swap's goal as the index pattern of a trained split; renamed, the goal of
     ball7 is only to be found at ball7's ``:init`` fact.
     """
-    named = set(re.findall(r"[\w-]+", description.lower()))
+    stated = named(description, scenario.problem.objects)
     by_type: dict[str, list[str]] = {}
     for name, typ in scenario.problem.objects.items():
-        if name.lower() not in named:
+        if name not in stated:
             by_type.setdefault(typ, []).append(name)
     mapping: dict[str, str] = {}
     for names in by_type.values():
         mapping.update(zip(names, rng.sample(names, len(names)), strict=True))
     renamed = dataclasses.replace(scenario, problem=rename_problem(scenario.problem, mapping))
     return _target(spec, renamed, "abstract", description, problem_to_pddl(renamed.problem, domain), domain)
-
-
-def rename_problem(problem: Problem, mapping: dict[str, str]) -> Problem:
-    """``problem`` with its objects renamed by ``mapping`` (a bijection; names not in it stay).
-
-    >>> from plansuite.pddl.model import Problem
-    >>> p = Problem("p", "d", {"a": "ball", "b": "ball"}, frozenset({("at", "a", "r")}), frozenset({("at", "b", "r")}))
-    >>> q = rename_problem(p, {"a": "b", "b": "a"})
-    >>> sorted(q.init), sorted(q.goal_pos), q.objects == p.objects
-    ([('at', 'b', 'r')], [('at', 'a', 'r')], True)
-    """
-    def atoms(found: frozenset[Atom]) -> frozenset[Atom]:
-        return frozenset((a[0], *(mapping.get(x, x) for x in a[1:])) for a in found)
-
-    return dataclasses.replace(problem, objects={mapping.get(o, o): t for o, t in problem.objects.items()},
-                               init=atoms(problem.init), goal_pos=atoms(problem.goal_pos),
-                               goal_neg=atoms(problem.goal_neg))
 
 
 def reorder_atoms(text: str, order: dict[str, list[Atom]]) -> str:

@@ -7,7 +7,7 @@ An atom is a tuple ``(predicate, arg1, ...)``; in action schemas, arguments that
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 Atom = tuple[str, ...]
 
@@ -134,6 +134,29 @@ class Problem:
     # Numeric fluents in :init, keyed by canonical term text, e.g. {"(total-cost)": 0.0}.
     fluents: dict[str, float] = field(default_factory=dict)
     metric: str | None = None  # canonical, e.g. "minimize (total-cost)"
+
+
+def rename_atoms(atoms: Iterable[Atom], mapping: dict[str, str]) -> frozenset[Atom]:
+    """``atoms`` with their arguments renamed by ``mapping`` (names not in it stay).
+
+    >>> sorted(rename_atoms({("on", "a", "b"), ("clear", "a")}, {"a": "c"}))
+    [('clear', 'c'), ('on', 'c', 'b')]
+    """
+    return frozenset((a[0], *(mapping.get(x, x) for x in a[1:])) for a in atoms)
+
+
+def rename_problem(problem: Problem, mapping: dict[str, str]) -> Problem:
+    """``problem`` with its objects renamed by ``mapping``, a bijection of its objects (STRIPS:
+    fluents are not renamed).
+
+    >>> p = Problem("p", "d", {"a": "ball", "b": "ball"}, frozenset({("at", "a", "r")}), frozenset({("at", "b", "r")}))
+    >>> q = rename_problem(p, {"a": "b", "b": "a"})
+    >>> sorted(q.init), sorted(q.goal_pos), q.objects == p.objects
+    ([('at', 'b', 'r')], [('at', 'a', 'r')], True)
+    """
+    return replace(problem, objects={mapping.get(o, o): t for o, t in problem.objects.items()},
+                   init=rename_atoms(problem.init, mapping), goal_pos=rename_atoms(problem.goal_pos, mapping),
+                   goal_neg=rename_atoms(problem.goal_neg, mapping))
 
 
 def problem_to_pddl(problem: Problem, domain: Domain | None = None) -> str:
