@@ -34,9 +34,9 @@ from plansuite.nl2pddl.describe import (
     explicit_clauses,
     listing,
     mention,
+    named,
 )
 from plansuite.nl2pddl.equivalence import semantic
-from plansuite.nl2pddl.mentions import named
 from plansuite.nl2pddl.worlds import world_for
 from plansuite.pddl.checks import check_problem
 from plansuite.pddl.parse import parse_problem

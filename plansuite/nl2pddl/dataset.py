@@ -39,10 +39,9 @@ from plansuite.jsonl import iter_jsonl
 from plansuite.nl2pddl import corrupt as corruptions
 from plansuite.nl2pddl import scenes, scenes21
 from plansuite.nl2pddl.critic import critic_input
-from plansuite.nl2pddl.describe import describe, described_order
+from plansuite.nl2pddl.describe import describe, described_order, named
 from plansuite.nl2pddl.equivalence import semantic_sections
 from plansuite.nl2pddl.graphs import graph_key, problem_graph
-from plansuite.nl2pddl.mentions import named
 from plansuite.nl2pddl.worlds import world_for
 from plansuite.pddl.model import Atom, Domain, atom_text, problem_to_pddl, rename_problem
 

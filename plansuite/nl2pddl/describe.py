@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Iterable
 
 from plansuite.nl2pddl.scenes import Scenario
 from plansuite.pddl.model import Atom
@@ -39,6 +40,17 @@ FACTS = {
 INIT_HEADERS = ["Initially, {}.", "At the start, {}.", "In the initial state, {}.", "Currently, {}."]
 GOAL_HEADERS = ["Your goal is to reach a state where {}.", "The goal is that {}.",
                 "In the end, {}.", "We want a state in which {}."]
+
+
+def named(text: str, names: Iterable[str]) -> frozenset[str]:
+    """The ``names`` that occur in ``text`` as whole words (case-insensitive; PDDL names may hold
+    ``-`` and ``_``).
+
+    >>> sorted(named("Block b1 sits on block b10.", ["b1", "b10", "b2"]))
+    ['b1', 'b10']
+    """
+    return frozenset(n for n in names
+                     if re.search(r"(?<![\w-])" + re.escape(n) + r"(?![\w-])", text, re.IGNORECASE))
 
 
 def count(n: int) -> str:

@@ -40,6 +40,7 @@ import re
 from collections.abc import Iterable
 
 from plansuite.nl2pddl.critic import CriticVerdict
+from plansuite.nl2pddl.describe import named
 from plansuite.nl2pddl.generators import atom_names, declaration, section_end, section_starts
 
 # Object names that are also words a description uses as words: found where no object is meant.
@@ -56,17 +57,6 @@ def clauses(description: str) -> list[str]:
     ['Initially', ' a is on b ', ' c is clear', ' the arm is empty']
     """
     return [c for c in re.split(r"[.;,:()]|\band\b", description) if c.strip()]
-
-
-def named(text: str, names: Iterable[str]) -> frozenset[str]:
-    """The ``names`` that occur in ``text`` as whole words (case-insensitive; PDDL names may hold
-    ``-`` and ``_``).
-
-    >>> sorted(named("Block b1 sits on block b10.", ["b1", "b10", "b2"]))
-    ['b1', 'b10']
-    """
-    return frozenset(n for n in names
-                     if re.search(r"(?<![\w-])" + re.escape(n) + r"(?![\w-])", text, re.IGNORECASE))
 
 
 def names_every_object(description: str, objects: Iterable[str]) -> bool:
