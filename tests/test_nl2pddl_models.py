@@ -27,6 +27,7 @@ from plansuite.nl2pddl.repair import repair
 from plansuite.nl2pddl.text_datamodules import CriticDataModule, ProblemDataModule, text_corpus
 from plansuite.nl2pddl.text_tokenizer import train_text_tokenizer
 from plansuite.pddl.checks import Diagnostic
+from plansuite.pddl.parse import parse_problem
 
 TINY = ["model.backbone.n_layer=1", "model.backbone.n_embd=32", "model.backbone.n_head=2",
         "model.vocab_size=400", "logger=none", "trainer.enable_progress_bar=false"]
@@ -165,6 +166,19 @@ def test_local_backend_generates_and_resamples_only_the_flagged_section(generato
     assert all(r.startswith(keep) and r.split() != previous.split() for r in rewrites)
     with pytest.raises(BackendError, match="trained on domain 'blocksworld-4ops'"):
         gen.generate(pair.description, builtin_path("gripper").read_text(), None)
+
+
+def test_local_backend_samples_reproducible_first_attempts_under_the_constraint(generator_export, data):
+    gen = LocalGenerator(generator_export[0], seed=0)
+    domain_text = builtin_path("blocksworld").read_text()
+    domain = load_builtin("blocksworld")
+    pair = load_pairs(data, "test")[0]
+    assert gen.sample(pair.description, domain_text) == [gen.generate(pair.description, domain_text, None)]
+    drawn = gen.sample(pair.description, domain_text, n=4, temperature=1.5, seed=3)
+    assert len(drawn) == 4 and drawn == gen.sample(pair.description, domain_text, n=4, temperature=1.5, seed=3)
+    assert len({tuple(t.split()) for t in drawn}) > 1  # sampled, not four greedy copies
+    for text in drawn:  # the constraint holds for samples too: each parses and checks against the domain
+        parse_problem(text, domain, source="<sample>")
 
 
 def test_local_backend_patches_the_fact_a_critic_quotes_and_keeps_the_facts_after_it(generator_export, data):
@@ -457,8 +471,6 @@ def test_the_decoder_can_write_the_problems_name_and_the_critic_reads_under_it(g
     pair = load_pairs(data, "test")[0]
     named = LocalGenerator(export, problem_name="domain").generate(pair.description, domain_text, None)
     assert named.startswith("(define (problem blocksworld-4ops)\n")
-    from plansuite.pddl.parse import parse_problem
-
     assert parse_problem(named, load_builtin("blocksworld")).name == "blocksworld-4ops"  # constrained: it parses
     critic = LikelihoodCritic(export, threshold=0.5, problem_name="domain")
     assert critic.canonical(pair.problem).startswith("(define (problem blocksworld-4ops)")

@@ -39,9 +39,9 @@ def tower_heights(problem_text: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
     init, goal = problem_text.split("(:goal")
     out = []
     for section in (init, goal):
-        below = {under: top for top, under in re.findall(r"\(on (\S+) (\S+)\)", section)}
+        below = {under: top for top, under in re.findall(r"\(on ([^\s()]+) ([^\s()]+)\)", section)}
         heights = []
-        for block in sorted(re.findall(r"\(on-table (\S+)\)", section), key=lambda b: int(b[1:])):
+        for block in sorted(re.findall(r"\(on-table ([^\s()]+)\)", section), key=lambda b: int(b[1:])):
             height = 1
             while block in below:
                 block, height = below[block], height + 1

@@ -239,12 +239,20 @@ class LocalGenerator:
         name = domain_name(domain_text) or "problem"
         return f"(define (problem {name})\n  (:domain {name})\n  (:objects"
 
+    def sample(self, description: str, domain_text: str, n: int = 1, temperature: float | None = None,
+               seed: int | None = None) -> list[str]:
+        """``n`` first attempts under the decoder's settings (the head, the constraint), at
+        ``temperature`` (default: the backend's) and seeded from ``seed`` (default: the backend's),
+        so ``sample(d, t)`` is :meth:`generate`'s first attempt and ``n`` samples are reproducible."""
+        self._check_domain(domain_text)
+        head = self.head(domain_text)
+        temperature = self.temperature if temperature is None else temperature
+        texts = self._complete(description, n, temperature, self.seed if seed is None else seed, domain_text, head)
+        return [extract_problem(head + text) for text in texts]
+
     def generate(self, description: str, domain_text: str, feedback: Feedback | None) -> str:
         if feedback is None:
-            self._check_domain(domain_text)
-            head = self.head(domain_text)
-            [text] = self._complete(description, 1, self.temperature, self.seed, domain_text, head)
-            return extract_problem(head + text)
+            return self.sample(description, domain_text)[0]
         return next(iter(self.rewrites(description, domain_text, feedback)), feedback.previous)
 
 
