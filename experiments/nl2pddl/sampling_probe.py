@@ -29,9 +29,10 @@ from typing import TypeVar
 
 from plansuite.errors import PlansuiteError
 from plansuite.nl2pddl.dataset import load_pairs
-from plansuite.nl2pddl.equivalence import compare
+from plansuite.nl2pddl.equivalence import semantic
 from plansuite.nl2pddl.learned import LocalGenerator
 from plansuite.nl2pddl.likelihood_critic import LikelihoodCritic
+from plansuite.pddl.model import Domain, Problem
 from plansuite.pddl.parse import parse_domain, parse_problem
 
 T = TypeVar("T")
@@ -57,6 +58,14 @@ def plurality(items: list[T], same: Callable[[T, T], bool]) -> tuple[T, int] | N
     return (best[0], len(best)) if best else None
 
 
+def same_problem(a: tuple[str, Problem | None], b: tuple[str, Problem | None], domain: Domain) -> bool:
+    """Two candidates, each ``(text, parsed problem or None)``: semantically equivalent when both
+    parse, else the same text up to whitespace."""
+    if a[1] is None or b[1] is None:
+        return a[0].split() == b[0].split()
+    return bool(semantic(a[1], b[1], domain).equivalent)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("export")
@@ -72,25 +81,26 @@ def main() -> None:
     reader = LikelihoodCritic(args.export, threshold=0.5, problem_name="domain")  # only its log-probabilities
     pairs = [p for p in load_pairs(args.data_dir, "test") if p.style != "explicit"]
 
-    def same(a: str, b: str) -> bool:
+    def parsed(text: str) -> Problem | None:
         try:
-            return bool(compare(parse_problem(a, domain, source="<sample>", check=False), b, domain).semantic)
+            return parse_problem(text, domain, source="<sample>", check=False)
         except PlansuiteError:
-            return a.split() == b.split()
+            return None
 
     rows = []
     for i, pair in enumerate(pairs, 1):
         reference = parse_problem(pair.problem, domain, source=pair.id)
-        [greedy] = generator.sample(pair.description, domain_text)
-        drawn = generator.sample(pair.description, domain_text, args.samples, args.temperature, args.seed)
-        right = [bool(compare(reference, text, domain).semantic) for text in [greedy, *drawn]]
-        vote = plurality(drawn, same)
-        candidates = [greedy, *drawn]
+        candidates = generator.sample(pair.description, domain_text) + generator.sample(  # greedy first
+            pair.description, domain_text, args.samples, args.temperature, args.seed)
+        # (index, text, problem) per candidate: each parsed once, compared many times
+        items = [(k, text, parsed(text)) for k, text in enumerate(candidates)]
+        right = [p is not None and bool(semantic(reference, p, domain).equivalent) for _, _, p in items]
+        vote = plurality(items[1:], lambda a, b: same_problem(a[1:], b[1:], domain))  # the samples, not greedy
         logprobs = [sum(lp) for lp, _ in reader.token_logprobs([pair.description] * len(candidates), candidates)]
         likeliest = max(range(len(candidates)), key=logprobs.__getitem__)
         rows.append({"id": pair.id, "scene": f"{pair.init_scene} -> {pair.goal_scene}", "greedy": right[0],
                      "samples_right": sum(right[1:]), "any_right": any(right),
-                     "plurality": bool(vote and compare(reference, vote[0], domain).semantic),
+                     "plurality": bool(vote and right[vote[0][0]]),
                      "plurality_size": vote[1] if vote else 0, "most_likely": right[likeliest]})
         print(f"[sampling-probe] {i}/{len(pairs)} {json.dumps(rows[-1])}", flush=True)
     scenes: dict[str, list[dict]] = defaultdict(list)
