@@ -93,3 +93,35 @@ def _nested_class(f: dataclasses.Field) -> type | None:
         return None
     default = f.default_factory()
     return type(default) if dataclasses.is_dataclass(default) else None
+
+
+def flatten(d: Mapping, prefix: str = "") -> dict[str, Any]:
+    """``{"model": {"optim": {"lr": 1}}}`` -> ``{"model.optim.lr": 1}``.
+
+    >>> flatten({"model": {"optim": {"lr": 1}}, "seed": 0})
+    {'model.optim.lr': 1, 'seed': 0}
+    """
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, Mapping):
+            out.update(flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def settings_changes(old: Mapping, new: Mapping, defaults: Mapping | None = None, shown: int = 4) -> str:
+    """The keys a resumed run would change, as one phrase (empty when none): what a run was made
+    with (``old``) against what it is resumed with (``new``). A key ``old`` lacks and ``new`` holds
+    at its value in ``defaults`` (a setting added to the code since) is no change.
+
+    >>> settings_changes({"a": {"x": 1}, "b": 2}, {"a": {"x": 3}, "b": 2, "c": 0}, {"c": 0})
+    'a.x: 1 -> 3'
+    >>> settings_changes({"a": 1}, {"a": 1})
+    ''
+    """
+    old, new, defaults = flatten(old), flatten(new), flatten(defaults or {})
+    changed = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)
+               and not (k not in old and k in defaults and new.get(k) == defaults[k])]
+    what = "; ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in changed[:shown])
+    return what + (f" (+{len(changed) - shown} more)" if len(changed) > shown else "")

@@ -37,7 +37,7 @@ from plansuite.jsonl import write_atomic
 from plansuite.models.backbone import BackboneConfig, context_length
 from plansuite.models.optim import OptimConfig
 from plansuite.pddl.model import Domain
-from plansuite.settings import from_mapping
+from plansuite.settings import from_mapping, settings_changes
 
 INITS = ("base", "generator")
 
@@ -236,21 +236,6 @@ def result_settings(spec: TrainSpec) -> dict:
                                  default=str))
 
 
-def _flat(d: Mapping, prefix: str = "") -> dict[str, Any]:
-    """``{"model": {"optim": {"lr": 1}}}`` -> ``{"model.optim.lr": 1}``.
-
-    >>> _flat({"model": {"optim": {"lr": 1}}, "seed": 0})
-    {'model.optim.lr': 1, 'seed': 0}
-    """
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, Mapping):
-            out.update(_flat(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
 def check_resume_settings(spec: TrainSpec) -> None:
     """A resume must train on with the settings its checkpoints were trained with: otherwise the
     export would mix old weights with new settings and record only the new ones. One line naming
@@ -258,16 +243,12 @@ def check_resume_settings(spec: TrainSpec) -> None:
     path = spec.out_dir / RUN_SETTINGS
     if not path.is_file():
         return  # checkpoints from before this check: nothing to compare with
-    old, new = _flat(json.loads(path.read_text())), _flat(result_settings(spec))
     # A setting added to the code since the run started, left at its default, trains as before.
-    defaults = _flat(json.loads(json.dumps({"model": dataclasses.asdict(type(spec.model)())}, default=str)))
-    changed = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)
-               and not (k not in old and k in defaults and new.get(k) == defaults[k])]
-    if changed:
-        what = "; ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in changed[:4])
-        more = f" (+{len(changed) - 4} more)" if len(changed) > 4 else ""
+    defaults = json.loads(json.dumps({"model": dataclasses.asdict(type(spec.model)())}, default=str))
+    what = settings_changes(json.loads(path.read_text()), result_settings(spec), defaults)
+    if what:
         raise ConfigError(f"{spec.out_dir}: cannot resume: its checkpoints were trained with other "
-                          f"settings ({what}{more}); restore them, choose another out_dir, or "
+                          f"settings ({what}); restore them, choose another out_dir, or "
                           "start over with ckpt_path=fresh")
 
 

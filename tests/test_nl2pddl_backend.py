@@ -170,8 +170,14 @@ def test_cli_repair_then_score_through_a_served_model(serve, tmp_path):
     proc = cli("task=score", f"data_dir={data}", f"out_dir={run}")  # re-score without the server
     assert proc.returncode == 0 and "op. success but wrong" in proc.stdout
 
+    # resumed under another attempt budget: refused before any request, the log untouched
+    proc = cli("task=repair", f"data_dir={data}", "limit=4", f"out_dir={run}", "max_attempts=2",
+               "backend=openai", f"backend.base_url={server.url}", "backend.model=oracle")
+    assert proc.returncode == 1 and "cannot resume" in proc.stderr and "max_attempts: 3 -> 2" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "resuming" not in proc.stdout
+
     server.close()  # the backend disappears: one clear line, exit 1, the log kept
-    proc = cli("task=repair", f"data_dir={data}", "limit=4", f"out_dir={run}",
+    proc = cli("task=repair", f"data_dir={data}", "limit=4", f"out_dir={run}", "max_attempts=3",
                "backend=openai", f"backend.base_url={server.url}", "backend.model=oracle", "backend.timeout_s=2")
     assert proc.returncode == 1 and proc.stderr.strip().startswith("error:") and "cannot reach" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1

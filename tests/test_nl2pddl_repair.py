@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 
 import pytest
 
 from plansuite.domains import builtin_path, load_builtin
+from plansuite.errors import ConfigError
 from plansuite.nl2pddl.dataset import NL2PDDLSpec, build_nl2pddl, load_pairs
 from plansuite.nl2pddl.equivalence import semantic
-from plansuite.nl2pddl.experiment import ATTEMPTS, METRICS_JSON, METRICS_MD, run_repair, score_run
+from plansuite.nl2pddl.experiment import (
+    ATTEMPTS,
+    METRICS_JSON,
+    METRICS_MD,
+    RUN_JSON,
+    run_repair,
+    score_run,
+    start_run,
+)
 from plansuite.nl2pddl.generators import BackendError, Feedback
 from plansuite.nl2pddl.problem_checks import OperationalChecker
-from plansuite.nl2pddl.repair import STOP_RULES, build_feedback, repair
+from plansuite.nl2pddl.repair import STOP_RULES, build_feedback, check_max_attempts, repair
 from plansuite.nl2pddl.round_metrics import gap_table, round_metrics
 from plansuite.pddl.fast_downward import PlanResult
 from plansuite.pddl.model import problem_to_pddl
@@ -251,3 +261,48 @@ def test_check_rewrites_in_critic_order_keeps_the_passing_rewrite_the_critic_pre
         assert critic.calls == calls
     with pytest.raises(ConfigError, match="rewrite_order='best'"):
         repair("three blocks", RewritingGenerator(TYPO, [OK]), judged, rewrite_order="best")
+
+
+def test_a_resume_under_other_settings_is_refused_and_overwrite_moves_the_run_aside(tmp_path):
+    run = tmp_path / "run"
+    settings = {"data_dir": "d", "limit": 3, "max_attempts": 3,
+                "backend": {"temperature": 0.0, "timeout_s": 120}, "planner": {"mode": "satisficing"}}
+    start_run(run, settings)
+    (run / ATTEMPTS).write_text('{"item": "a", "stop": "success"}\n')
+    # more items, a longer timeout: the same experiment, resumed
+    start_run(run, {**settings, "limit": 10, "backend": {"temperature": 0.0, "timeout_s": 5}})
+    assert json.loads((run / RUN_JSON).read_text())["limit"] == 10
+    with pytest.raises(ConfigError, match=r"cannot resume: .*backend\.temperature: 0\.0 -> 0\.8.*overwrite=true"):
+        start_run(run, {**settings, "backend": {"temperature": 0.8, "timeout_s": 120}})
+    lines = []
+    start_run(run, {**settings, "max_attempts": 5}, overwrite=True, progress=lines.append)
+    aside = [d for d in run.iterdir() if d.name.startswith("old-")]
+    assert len(aside) == 1 and (aside[0] / ATTEMPTS).read_text().startswith('{"item": "a"')
+    assert not (run / ATTEMPTS).exists() and "moved to" in lines[0]
+    assert json.loads((aside[0] / RUN_JSON).read_text())["max_attempts"] == 3
+    assert json.loads((run / RUN_JSON).read_text())["max_attempts"] == 5
+
+
+@pytest.mark.parametrize("bad", [0, -1, "abc", True, 2.5])
+def test_max_attempts_must_be_a_positive_integer(bad, checker):
+    with pytest.raises(ConfigError, match="max_attempts="):
+        check_max_attempts(bad)
+    with pytest.raises(ConfigError, match="max_attempts="):
+        repair("three blocks", ScriptedGenerator(OK), checker, max_attempts=bad)
+
+
+@pytest.mark.parametrize(("mode", "limit", "error"), [
+    ("no-such-alias", 20, "planner.mode='no-such-alias': choose optimal, satisficing or a Fast Downward alias"),
+    ("satisficing", 0, "planner.time_limit=0: must be a positive"),
+    ("lama-first", -5, "planner.time_limit=-5"),
+])
+def test_a_search_fast_downward_would_refuse_every_time_is_one_line_up_front(mode, limit, error):
+    # before: an unknown alias made every check a planner error, recorded as "no verdict", and
+    # the table's solvable column came out n/a with exit 0
+    with pytest.raises(ConfigError, match=re.escape(error)):
+        OperationalChecker(builtin_path("blocksworld"), mode=mode, time_limit=limit)
+
+
+def test_any_fast_downward_alias_is_a_search():
+    OperationalChecker(builtin_path("blocksworld"), mode="lama-first", time_limit=5)
+    OperationalChecker(builtin_path("blocksworld"), mode="seq-opt-lmcut", time_limit=5)

@@ -23,8 +23,10 @@ from plansuite.data.load import check_limit
 from plansuite.domains import builtin_path, load_builtin
 from plansuite.errors import ConfigError, PlansuiteError
 from plansuite.nl2pddl.dataset import NL2PDDLSpec, build_nl2pddl, load_nl2pddl_manifest, load_pairs
-from plansuite.nl2pddl.experiment import METRICS_MD, run_repair, score_run
+from plansuite.nl2pddl.experiment import METRICS_MD, run_repair, score_run, start_run
 from plansuite.nl2pddl.problem_checks import OperationalChecker
+from plansuite.nl2pddl.repair import check_max_attempts, check_rewrite_order
+from plansuite.pddl import planners
 from plansuite.pddl.parse import load_domain
 
 TASKS = ("data", "repair", "score", "critic", "compare")
@@ -83,14 +85,16 @@ def _repair(cfg: DictConfig) -> dict:
     pairs = _pairs(cfg)
     if not cfg.get("backend"):
         raise ConfigError("backend: required (backend=local or backend=openai)")
+    check_max_attempts(cfg.max_attempts)  # settings first: a bad one never waits for a model to load
+    check_rewrite_order(cfg.rewrite_order)
     domain_file = Path(cfg.data_dir) / "domain.pddl"
+    planners.check_search(load_domain(domain_file), cfg.planner.mode, cfg.planner.time_limit)
+    out_dir = Path(cfg.out_dir)
+    start_run(out_dir, OmegaConf.to_container(cfg, resolve=True), overwrite=bool(cfg.overwrite))
     critic = _component(cfg, "critic")
     checker = OperationalChecker(domain_file, critic=critic, mode=cfg.planner.mode,
                                  time_limit=cfg.planner.time_limit)
     generator = _component(cfg, "backend")
-    out_dir = Path(cfg.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "run.json").write_text(json.dumps(OmegaConf.to_container(cfg, resolve=True), indent=2) + "\n")
     run_repair(pairs, generator, checker, out_dir, cfg.max_attempts,
                check_rewrites=bool(cfg.check_rewrites),
                rewrite_order=str(cfg.rewrite_order))

@@ -9,7 +9,9 @@ Run directory::
     metrics.md       the same as tables
 
 The log is appended and flushed after every attempt. A killed run resumes where it stopped:
-items whose last logged attempt has no stop reason are dropped and redone.
+items whose last logged attempt has no stop reason are dropped and redone. ``run.json`` holds the
+settings the attempts were made with; a resume under other settings is refused (it would mix two
+experiments in one table), unless told to start over, which moves the old files aside.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from plansuite.errors import ConfigError
-from plansuite.jsonl import iter_jsonl
+from plansuite.jsonl import iter_jsonl, write_atomic
 from plansuite.nl2pddl.dataset import Pair
 from plansuite.nl2pddl.generators import ProblemGenerator
 from plansuite.nl2pddl.problem_checks import OperationalChecker
@@ -29,8 +31,14 @@ from plansuite.nl2pddl.round_metrics import gap_table, round_metrics, score_atte
 from plansuite.pddl.model import Domain
 from plansuite.pddl.parse import parse_problem
 from plansuite.progress import eta, format_eta
+from plansuite.settings import flatten, settings_changes
 
 ATTEMPTS, SCORES, METRICS_JSON, METRICS_MD = "attempts.jsonl", "scores.jsonl", "metrics.json", "metrics.md"
+RUN_JSON = "run.json"
+# Settings that do not decide an item's attempts: how many items (a resume may extend a run),
+# where the run lives, what the other tasks read, and how patiently or where a model is asked.
+RESUME_FREE = ("limit", "out_dir", "overwrite", "task", "runs", "rounds", "dataset", "backend.timeout_s",
+               "backend.retries", "backend.api_key_env", "backend.device", "critic.device", "critic.batch_size")
 
 
 def finished_records(log: Path) -> list[dict]:
@@ -40,6 +48,35 @@ def finished_records(log: Path) -> list[dict]:
     rows = list(iter_jsonl(log))
     done = {r["item"] for r in rows if r.get("stop")}
     return [r for r in rows if r["item"] in done]
+
+
+def start_run(out_dir: str | Path, settings: dict, overwrite: bool = False,
+              progress: Callable[[str], None] = print) -> None:
+    """Record ``settings`` in ``out_dir/run.json`` before any attempt. Attempts already there made
+    under other settings refuse the resume (one line naming the changed keys); ``overwrite``
+    moves the earlier run's files to ``out_dir/old-<time>/`` and starts afresh (no work deleted)."""
+    out_dir = Path(out_dir)
+    log, record = out_dir / ATTEMPTS, out_dir / RUN_JSON
+    if log.is_file() and log.stat().st_size:
+        if overwrite:
+            aside = out_dir / f"old-{time.strftime('%Y%m%d-%H%M%S')}"
+            aside.mkdir()
+            for name in (ATTEMPTS, SCORES, METRICS_JSON, METRICS_MD, RUN_JSON):
+                if (out_dir / name).is_file():
+                    (out_dir / name).replace(aside / name)
+            progress(f"[nl2pddl] overwrite=true: the earlier run moved to {aside}")
+        elif record.is_file():
+            def kept(cfg: dict) -> dict:
+                return {k: v for k, v in flatten(cfg).items()
+                        if not any(k == f or k.startswith(f + ".") for f in RESUME_FREE)}
+
+            what = settings_changes(kept(json.loads(record.read_text())), kept(settings))
+            if what:
+                raise ConfigError(f"{out_dir}: cannot resume: its attempts were made with other settings "
+                                  f"({what}); restore them, choose another out_dir, or start over "
+                                  "with overwrite=true")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_atomic(record, json.dumps(settings, indent=2) + "\n")
 
 
 def run_repair(pairs: list[Pair], generator: ProblemGenerator, checker: OperationalChecker,

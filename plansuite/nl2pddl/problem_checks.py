@@ -90,6 +90,8 @@ class OperationalChecker:
         self.domain_text = read_text(self.domain_file, "domain")
         self.domain = load_domain(self.domain_file)
         self.critic, self.source = critic, source
+        if planner is None:  # a bad search setting is one line now, not an empty check per candidate
+            planners.check_search(self.domain, mode, time_limit)
         self.planner = planner or (lambda d, p: planners.solve(d, p, mode, time_limit,
                                                                domain=self.domain))
         self.validator = validator or val.validate

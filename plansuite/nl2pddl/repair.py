@@ -125,14 +125,28 @@ def _best_rewrite(description: str, generator, checker: OperationalChecker, feed
     return (*best, checks) if best is not None else (feedback.previous, None, 0)
 
 
+def check_max_attempts(max_attempts) -> None:
+    """Refuse an attempt budget the loop cannot spend, before any model loads.
+
+    >>> check_max_attempts(0)
+    Traceback (most recent call last):
+    plansuite.errors.ConfigError: max_attempts=0: must be an integer >= 1
+    """
+    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
+        raise ConfigError(f"max_attempts={max_attempts!r}: must be an integer >= 1")
+
+
+def check_rewrite_order(rewrite_order: str) -> None:
+    if rewrite_order not in REWRITE_ORDERS:
+        raise ConfigError(f"rewrite_order={rewrite_order!r}: choose {' or '.join(REWRITE_ORDERS)}")
+
+
 def repair(description: str, generator: ProblemGenerator, checker: OperationalChecker,
            max_attempts: int = 4, on_attempt: Callable[[Attempt, str | None], None] | None = None,
            check_rewrites: bool = False, rewrite_order: str = "critic") -> RepairResult:
     """Run the loop for one description; ``on_attempt(attempt, stop_or_None)`` sees each attempt."""
-    if max_attempts < 1:
-        raise ValueError("max_attempts must be >= 1")
-    if rewrite_order not in REWRITE_ORDERS:
-        raise ConfigError(f"rewrite_order={rewrite_order!r}: choose {' or '.join(REWRITE_ORDERS)}")
+    check_max_attempts(max_attempts)
+    check_rewrite_order(rewrite_order)
     if check_rewrites and not callable(getattr(generator, "rewrites", None)):
         raise ConfigError(f"check_rewrites=true: backend {type(generator).__name__} offers no "
                           "rewrites(description, domain_text, feedback)")

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from plansuite.errors import PlannerError, clip
+from plansuite.errors import ConfigError, PlannerError, clip
 from plansuite.pddl.plans import parse_plan
 
 ALIASES = {"optimal": "seq-opt-bjolp", "satisficing": "lama-first"}
@@ -93,9 +93,40 @@ def run_planner(cmd: list[str], cwd: str | None, timeout: float, name: str,
         raise PlannerError(f"{problem_file}: {name} failed to start: {exc}") from exc
 
 
+@functools.cache
+def driver_aliases() -> frozenset[str]:
+    """The aliases the driver knows (``--show-aliases``); empty when it cannot say (a stand-in)."""
+    try:
+        proc = subprocess.run([sys.executable, str(driver()), "--show-aliases"], capture_output=True,
+                              text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return frozenset()
+    return frozenset(proc.stdout.split()) if proc.returncode == 0 else frozenset()
+
+
+def check_search(mode: str, time_limit: float) -> None:
+    """Refuse a search FD would reject on every call: an unknown alias (FD exits 36, and a loop
+    that treats planner errors as no verdict would run on with every solvability check empty)
+    or a time limit that is not positive.
+
+    >>> check_search("satisficing", 0)
+    Traceback (most recent call last):
+    plansuite.errors.ConfigError: planner.time_limit=0: must be a positive number of seconds
+    """
+    if isinstance(time_limit, bool) or not isinstance(time_limit, int | float) or time_limit <= 0:
+        raise ConfigError(f"planner.time_limit={time_limit!r}: must be a positive number of seconds")
+    if mode in ALIASES:
+        return
+    known = driver_aliases()
+    if known and mode not in known:
+        raise ConfigError(f"planner.mode={mode!r}: choose {', '.join(ALIASES)} or a Fast Downward alias "
+                          f"({', '.join(sorted(known))})")
+
+
 def solve(domain_file: str | Path, problem_file: str | Path, mode: str = "optimal",
           time_limit: float = 60.0) -> PlanResult:
     """Plan with FD: ``mode`` is ``optimal``, ``satisficing`` or any FD alias."""
+    check_search(mode, time_limit)
     alias = ALIASES.get(mode, mode)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="plansuite-fd-") as tmp:

@@ -51,6 +51,13 @@ def planner_for(domain: Domain) -> str:
     return {"temporal": "tamer", "numeric": "enhsp"}.get(domain.level, "fast-downward")
 
 
+def check_search(domain: Domain, mode: str, time_limit: float) -> None:
+    """A ConfigError now for a search setting every :func:`solve` call would fail on (``mode``
+    only matters to FD)."""
+    fast_downward.check_search(mode if planner_for(domain) == "fast-downward" else "satisficing",
+                               time_limit)
+
+
 def solve(domain_file: str | Path, problem_file: str | Path, mode: str = "satisficing",
           time_limit: float = 60.0, *, planner: str | None = None,
           domain: Domain | None = None) -> PlanResult:
