@@ -242,6 +242,20 @@ def test_cached_verdicts_are_keyed_by_the_planner(fake_planner, tmp_path):
     assert len(list(cache.glob("*.json"))) == 2
 
 
+def test_a_search_fast_downward_would_always_refuse_is_named_by_its_config_key(tmp_path):
+    with pytest.raises(ConfigError, match=r"optimal\.mode='seq-opt-nothing': choose optimal, satisficing"):
+        OptimalLengths(BW_FILE, tmp_path, mode="seq-opt-nothing")
+    with pytest.raises(ConfigError, match=r"optimal\.time_limit=0"):
+        OptimalLengths(BW_FILE, tmp_path, time_limit=0)
+    with pytest.raises(ConfigError, match=r"planner\.mode='x'"):
+        fast_downward.solve(BW_FILE, tmp_path / "never-read.pddl", mode="x")
+
+
+def test_a_stand_in_driver_that_cannot_list_aliases_is_not_second_guessed(fake_planner):
+    fake_planner("sys.exit(2)")
+    fast_downward.check_search("some-alias-of-a-newer-fd", 5)  # it cannot say: FD itself decides
+
+
 def test_the_nl2pddl_checker_fails_loudly_on_a_broken_planner_and_blames_no_goal(fake_planner):
     from plansuite.nl2pddl.problem_checks import OperationalChecker
     from plansuite.pddl.fast_downward import PlanResult

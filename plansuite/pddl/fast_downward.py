@@ -94,32 +94,32 @@ def run_planner(cmd: list[str], cwd: str | None, timeout: float, name: str,
 
 
 @functools.cache
-def driver_aliases() -> frozenset[str]:
-    """The aliases the driver knows (``--show-aliases``); empty when it cannot say (a stand-in)."""
+def driver_aliases(fd_driver: Path) -> frozenset[str]:
+    """The aliases a driver knows (``--show-aliases``); empty when it cannot say (a stand-in)."""
     try:
-        proc = subprocess.run([sys.executable, str(driver()), "--show-aliases"], capture_output=True,
+        proc = subprocess.run([sys.executable, str(fd_driver), "--show-aliases"], capture_output=True,
                               text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return frozenset()
     return frozenset(proc.stdout.split()) if proc.returncode == 0 else frozenset()
 
 
-def check_search(mode: str, time_limit: float) -> None:
+def check_search(mode: str, time_limit: float, key: str = "planner") -> None:
     """Refuse a search FD would reject on every call: an unknown alias (FD exits 36, and a loop
     that treats planner errors as no verdict would run on with every solvability check empty)
-    or a time limit that is not positive.
+    or a time limit that is not positive. ``key``: the config group the two settings live in.
 
     >>> check_search("satisficing", 0)
     Traceback (most recent call last):
     plansuite.errors.ConfigError: planner.time_limit=0: must be a positive number of seconds
     """
     if isinstance(time_limit, bool) or not isinstance(time_limit, int | float) or time_limit <= 0:
-        raise ConfigError(f"planner.time_limit={time_limit!r}: must be a positive number of seconds")
+        raise ConfigError(f"{key}.time_limit={time_limit!r}: must be a positive number of seconds")
     if mode in ALIASES:
         return
-    known = driver_aliases()
+    known = driver_aliases(driver())
     if known and mode not in known:
-        raise ConfigError(f"planner.mode={mode!r}: choose {', '.join(ALIASES)} or a Fast Downward alias "
+        raise ConfigError(f"{key}.mode={mode!r}: choose {', '.join(ALIASES)} or a Fast Downward alias "
                           f"({', '.join(sorted(known))})")
 
 

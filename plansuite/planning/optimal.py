@@ -15,12 +15,13 @@ import os
 from pathlib import Path
 
 from plansuite.errors import PlannerError
-from plansuite.pddl.fast_downward import identity, solve
+from plansuite.pddl.fast_downward import check_search, identity, solve
 
 
 class OptimalLengths:
     def __init__(self, domain_file: str | Path, cache_dir: str | Path, time_limit: float = 60.0,
                  mode: str = "optimal"):
+        check_search(mode, time_limit, key="optimal")
         self.domain_file = Path(domain_file)
         self.domain_text = self.domain_file.read_text()
         self.cache_dir, self.time_limit, self.mode = Path(cache_dir), time_limit, mode
