@@ -180,6 +180,21 @@ def test_the_commands_end_hydra_failures_with_one_error_line(tmp_path):
         lines = run.stderr.strip().splitlines()
         assert run.returncode == 1 and lines[-1].startswith(expected), run.stderr[-500:]
         assert sum(ln.startswith("error:") for ln in lines) == 1 and "Traceback" not in run.stderr
+        if "unknown option" in expected:  # found before Hydra starts: its own report never printed
+            assert lines == lines[-1:], run.stderr
+
+
+def test_a_sweep_with_one_unknown_option_runs_none_of_its_jobs(tmp_path):
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "plansuite.cli.eval", "-m", "generator=random",
+                          f"instances={tmp_path}", "planner=random_restart,nonexistent",
+                          f"hydra.sweep.dir={tmp_path / 'sweep'}"], text=True, capture_output=True, timeout=300)
+    assert run.returncode == 1 and run.stderr.strip().splitlines() == [
+        "error: planner=nonexistent: unknown option (choose from generator, generator_verifier, posthoc, "
+        "random_restart, refine_resume, refine_resume_env)"]
+    assert not (tmp_path / "sweep").exists()
 
 
 def test_training_without_a_data_dir_is_one_line(capsys):

@@ -98,10 +98,14 @@ def hydra_errors(config_name: str):
     def decorate(main):
         @functools.wraps(main)
         def wrapper(*args, **kwargs):
-            from plansuite.cli.hydra_diagnosis import blocked_out_dir, explain
+            from plansuite.cli.hydra_diagnosis import (
+                blocked_out_dir,
+                explain,
+                unknown_option_before_start,
+            )
 
             _REPORTED.clear()  # this call's failures only (tests call several in one process)
-            blocked = blocked_out_dir(config_name, sys.argv[1:])
+            blocked = unknown_option_before_start(sys.argv[1:]) or blocked_out_dir(config_name, sys.argv[1:])
             if blocked:
                 print(f"error: {blocked}", file=sys.stderr, flush=True)
                 sys.exit(1)

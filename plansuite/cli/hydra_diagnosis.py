@@ -52,19 +52,43 @@ def _messages(exc: BaseException) -> str:
     return "\n".join(parts)
 
 
+# A group option as a plain name (``planner=generator``, ``experiment=common/paper``); sweep
+# functions (``choice(a,b)``), lists and interpolations are left to Hydra.
+_PLAIN_CHOICE = re.compile(r"[\w./-]+")
+# Command-line flags that add config folders: options may then live outside the suite's conf/.
+_SEARCH_PATH_FLAGS = ("--config-dir", "-cd", "--config-path", "-cp")
+
+
 def unknown_option(overrides: list[str]) -> str | None:
-    """``planner=nonexistent``: the group's options are the YAML files of its folder."""
+    """``planner=nonexistent``: the group's options are the YAML files under its folder.
+
+    >>> unknown_option(["planner=nonexistent"]).split(" (")[0]
+    'planner=nonexistent: unknown option'
+    >>> unknown_option(["planner=generator", "experiment=common/paper", "planner=choice(a,b)"]) is None
+    True
+    """
     for override in overrides:
         group = _key(override)
         folder = Path(CONF_DIR) / group
         if group.startswith("hydra") or not folder.is_dir():
             continue
-        options = sorted(p.stem for p in folder.glob("*.yaml"))
         value = override.split("=", 1)[1]
         for choice in value.split(",") if value[:1] not in "[{" else [value]:
-            if choice not in options and choice != "null":
+            if (choice != "null" and _PLAIN_CHOICE.fullmatch(choice)
+                    and not (folder / f"{choice}.yaml").is_file()):
+                options = sorted(p.stem for p in folder.glob("*.yaml"))  # (sub-folders: other groups)
                 return f"{group}={choice}: unknown option (choose from {', '.join(options)})"
     return None
+
+
+def unknown_option_before_start(argv: list[str]) -> str | None:
+    """:func:`unknown_option` checked before Hydra starts, so its own report (search path,
+    "set HYDRA_FULL_ERROR") never precedes ours, and a sweep with one bad option fails before
+    its good jobs run. Not when the command line adds config folders (the option may be there)."""
+    if any(a.split("=", 1)[0] in _SEARCH_PATH_FLAGS for a in argv) or any(
+            _key(a).startswith("hydra.searchpath") for a in argv):
+        return None
+    return unknown_option([a for a in argv if "=" in a and not a.startswith("-")])
 
 
 def unknown_key(config_name: str, overrides: list[str], exc: BaseException) -> str | None:
