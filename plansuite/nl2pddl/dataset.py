@@ -68,6 +68,9 @@ class NL2PDDLSpec:
                               # numbers of balls (scenes.gripper_counts), its counting curriculum
     count_swaps: bool = False  # Gripper: also every unequal two-room split whose balls trade rooms
                                # (scenes.gripper_count_swaps), training-only
+    curriculum_sizes: list[int] = field(default_factory=list)  # Gripper: the named abstract scenes at
+                               # these ball counts too, training-only (none of abstract_sizes): a
+                               # held-out size between trained ones, and "k balls per room" for more k
     curriculum_per_problem: int = 2  # abstract descriptions of each curriculum problem
     renamed_abstract: float = 0.0  # share of the training split's abstract pairs whose target has the
                                    # objects the description does not name renamed at random within
@@ -130,10 +133,13 @@ class CriticExample:
 def scenarios(spec: NL2PDDLSpec, domain: Domain, seed: int) -> list[scenes.Scenario]:
     rng = random.Random(f"{seed}/scenes")
     for key, home, off in (("heights_problems", "blocksworld", "0"), ("counts_problems", "gripper", "0"),
-                           ("count_swaps", "gripper", "false")):
+                           ("count_swaps", "gripper", "false"), ("curriculum_sizes", "gripper", "[]")):
         if getattr(spec, key) and spec.domain != home:
             raise ConfigError(f"dataset.{key}={getattr(spec, key)}: a {home} curriculum "
                               f"(dataset.domain={spec.domain!r}); set it to {off}")
+    if set(spec.curriculum_sizes) & set(spec.abstract_sizes):
+        raise ConfigError(f"dataset.curriculum_sizes={list(spec.curriculum_sizes)}: sizes of training-only scenes, "
+                          f"none of dataset.abstract_sizes={list(spec.abstract_sizes)} (those may be held out)")
     if not 0 <= spec.renamed_abstract <= 1:
         raise ConfigError(f"dataset.renamed_abstract={spec.renamed_abstract}: a share, in [0, 1]")
     if spec.renamed_abstract and domain.level != "classical":  # fluents name objects too
@@ -154,6 +160,9 @@ def scenarios(spec: NL2PDDLSpec, domain: Domain, seed: int) -> list[scenes.Scena
                                      random.Random(f"{seed}/scenes/counts"))
         if spec.count_swaps:
             out += scenes.gripper_count_swaps(domain, list(spec.abstract_sizes), random.Random(f"{seed}/scenes/swaps"))
+        if spec.curriculum_sizes:
+            out += [dataclasses.replace(s, curriculum=True) for s in scenes.gripper_abstract(
+                domain, list(spec.curriculum_sizes), list(spec.rooms), random.Random(f"{seed}/scenes/sizes"))]
     elif spec.domain in scenes21.DOMAINS21:  # rooms: the places on the line (roads, corridors)
         out = scenes21.scenarios21(spec.domain, spec.random_problems, list(spec.abstract_sizes),
                                    list(spec.rooms), spec.min_objects, spec.max_objects, rng)
