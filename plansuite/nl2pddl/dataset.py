@@ -75,6 +75,9 @@ class NL2PDDLSpec:
     renamed_abstract: float = 0.0  # share of the training split's abstract pairs whose target has the
                                    # objects the description does not name renamed at random within
                                    # their type (renamed_target); validation and test pairs never
+    scene_names: bool = False  # abstract pairs: the objects the description leaves unnamed named by
+                               # their place in the scene (scenes.scene_names: t2b4, rooma-ball3),
+                               # reference and target alike; explicit pairs keep the scene's names
     fractions: dict[str, float] = field(default_factory=lambda: {"train": 0.8, "val": 0.1, "test": 0.1})
     critic_positives: int = 1  # matching examples per pair (shuffled / equivalent rewrites)
     critic_negatives: int = 1  # corruptions per pair and mismatch kind
@@ -145,6 +148,11 @@ def scenarios(spec: NL2PDDLSpec, domain: Domain, seed: int) -> list[scenes.Scena
     if spec.renamed_abstract and domain.level != "classical":  # fluents name objects too
         raise ConfigError(f"dataset.renamed_abstract={spec.renamed_abstract}: STRIPS domains only "
                           f"({spec.domain} is {domain.level}); set it to 0")
+    if spec.scene_names and spec.renamed_abstract:
+        raise ConfigError(f"dataset.renamed_abstract={spec.renamed_abstract} with dataset.scene_names=true: "
+                          "both name the unnamed objects of abstract targets; set one of them off")
+    if spec.scene_names and domain.level != "classical":
+        raise ConfigError(f"dataset.scene_names=true: STRIPS domains only ({spec.domain} is {domain.level})")
     if spec.domain == "blocksworld":
         out = scenes.blocksworld_abstract(domain, list(spec.abstract_sizes), rng)
         out += [scenes.blocksworld_random(domain, rng, spec.min_objects, spec.max_objects)
@@ -307,24 +315,28 @@ def _build_into(tmp: Path, spec: NL2PDDLSpec, domain: Domain, domain_text: str, 
             split = split_of[group]
             rng = random.Random(f"{seed}/problem/{index}")
             pid = f"p{index:05d}"
-            reference = problem_to_pddl(scenario.problem, domain)
             styles = ["explicit"] * spec.explicit_per_problem
             styles += ["abstract"] * (0 if not scenario.abstract else spec.curriculum_per_problem
                                       if scenario.training_only else spec.abstract_per_problem)
             for k, style in enumerate(styles):
                 description = _describe(domain)(scenario, style, rng)
+                if spec.scene_names and style == "abstract":
+                    named_scenario = named_by_place(scenario, description)
+                    reference = problem_to_pddl(named_scenario.problem, domain)
+                else:
+                    named_scenario, reference = scenario, problem_to_pddl(scenario.problem, domain)
                 rename = (random.Random(f"{seed}/rename/{pid}/{k}")  # its own stream: other pairs unchanged
                           if spec.renamed_abstract and style == "abstract" and split == "train" else None)
                 if rename and rename.random() < spec.renamed_abstract:
                     target = renamed_target(spec, scenario, description, domain, rename)
                     counts[split]["pairs_abstract_renamed"] += 1
                 else:
-                    target = _target(spec, scenario, style, description, reference, domain)
+                    target = _target(spec, named_scenario, style, description, reference, domain)
                 pair = Pair(f"{pid}-{style[0]}{k}", pid, group, style, scenario.init_scene,
                             scenario.goal_scene, description, reference, target)
                 pair_files[split].write(_dumps({**asdict(pair), "names": scenario.names}))
                 counts[split][f"pairs_{style}"] += 1
-                for row in _critic_rows(pair, scenario, domain, spec, rng):
+                for row in _critic_rows(pair, named_scenario, domain, spec, rng):
                     critic_files[split].write(_dumps(row))
                     counts[split][f"critic_{row['label']}"] += 1
             counts[split]["problems"] += 1
@@ -361,6 +373,13 @@ def _target(spec: NL2PDDLSpec, scenario: scenes.Scenario, style: str, descriptio
     order = (described_order(scenario, description) if style == "explicit"
              else scenes.scene_order(scenario))
     return reference if order is None else reorder_atoms(reference, order)
+
+
+def named_by_place(scenario: scenes.Scenario, description: str) -> scenes.Scenario:
+    """``scenario`` with the objects ``description`` does not name renamed by their place in the
+    scene (:func:`~plansuite.nl2pddl.scenes.scene_names`): the same problem up to renaming."""
+    mapping = scenes.scene_names(scenario, named(description, scenario.problem.objects))
+    return dataclasses.replace(scenario, problem=rename_problem(scenario.problem, mapping)) if mapping else scenario
 
 
 def renamed_target(spec: NL2PDDLSpec, scenario: scenes.Scenario, description: str, domain: Domain,
