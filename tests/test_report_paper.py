@@ -64,3 +64,20 @@ def test_ablation_steps_are_paired_and_missing_runs_skipped(tmp_path):
     assert row["difference [paired 95% CI]"].startswith("+0.250 [+")
     assert (row["run only"], row["baseline only"]) == ("5", "0")
     assert ablation_table(tmp_path, steps[1:]) is None
+
+
+def test_the_report_page_keeps_its_own_title_after_the_extra_sections(tmp_path):
+    from plansuite.report.html import write_report
+
+    paper = tmp_path / "paper-blocksworld-test"
+    write_run(tmp_path / "eval", "random_restart", "random_restart", "none", [True, False] * 5, paper)
+    write_run(tmp_path / "eval", "refine", "refine_resume", "oracle", [True] * 8 + [False] * 2, paper)
+    for f in (tmp_path / "eval").glob("*/instances.jsonl"):  # the figures read each instance's calls
+        f.write_text("".join(json.dumps({**json.loads(line), "calls": {"generator": 3}}) + "\n"
+                             for line in f.read_text().splitlines()))
+    rows = load_rows([tmp_path / "eval"])
+    assert paired_table(rows)  # the page has an extra section after Table 1
+    out = tmp_path / "report"
+    page = write_report(rows, out, "My suite").read_text()
+    assert "<title>My suite</title>" in page and "<h1>My suite</h1>" in page
+    assert (out / "report.md").read_text().startswith("# My suite\n")

@@ -34,7 +34,7 @@ def write_report(rows: list[Row], out: Path, title: str = "plansuite report") ->
     t1 = table1(rows)
     t2 = table2(rows)
     # (title, table) sections after Table 1/2, each only when it has rows
-    more = [(title, t) for title, t in (
+    more = [(heading, t) for heading, t in (
         ("Beside the paper: its published numbers on the same 200 instances", paper_table(rows)),
         ("Paired comparisons: each run minus each baseline, same instances and seed",
          paired_table(rows))) if t]
@@ -42,8 +42,8 @@ def write_report(rows: list[Row], out: Path, title: str = "plansuite report") ->
           markdown(*t1), ""]
     if t2:
         md += ["## Table 2: V_base vs V_generator", "", markdown(*t2), ""]
-    for title, t in more:
-        md += [f"## {title}", "", markdown(*t), ""]
+    for heading, t in more:
+        md += [f"## {heading}", "", markdown(*t), ""]
     md += [f"![{p.stem}]({p.name})" for p in pngs]
     (out / "report.md").write_text("\n".join(md) + "\n")
     (out / "rows.json").write_text(json.dumps([asdict(r) for r in rows], indent=1) + "\n")
@@ -57,8 +57,8 @@ def write_report(rows: list[Row], out: Path, title: str = "plansuite report") ->
              "Wilson 95 % intervals.</p>", "<h2>Table 1</h2>", _html_table(*t1)]
     if t2:
         parts += ["<h2>Table 2: V_base vs V_generator</h2>", _html_table(*t2)]
-    for title, t in more:
-        parts += [f"<h2>{html.escape(title)}</h2>", _html_table(*t)]
+    for heading, t in more:
+        parts += [f"<h2>{html.escape(heading)}</h2>", _html_table(*t)]
     parts += ["<h2>Figures</h2>", *(_img(p) for p in pngs), "</body></html>"]
     page = out / "report.html"
     page.write_text("\n".join(parts))
