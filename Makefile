@@ -33,7 +33,7 @@ PAPER_CPU_DIR ?= outputs/$(subst _,-,$(PAPER_CPU))
 .PHONY: help install test test-slow smoke lint bench data train-generator train-verifier eval sweep report notebook demo paper-cpu nl2pddl-cpu reproduce clean
 
 help: ## list the targets
-	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | sed 's|$$(TORCH_SPEC)|$(TORCH_SPEC)|' | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
 
 install: $(VENV)/.installed ## create .venv with torch ($(TORCH_SPEC)) and plansuite[dev] at the tested versions (constraints.txt)
 

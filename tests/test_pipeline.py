@@ -176,6 +176,7 @@ def test_make_lists_and_dry_runs_every_target():
         assert f" {target} " in listed.replace("\x1b[36m", " ").replace("\x1b[0m", " ")
         dry = subprocess.run(["make", "-n", target], capture_output=True, text=True, cwd=REPO)
         assert dry.returncode == 0, dry.stderr
+    assert "$(" not in listed and "create .venv with torch (torch==" in listed  # values, not names
     dry = subprocess.run(["make", "-n", "reproduce"], capture_output=True, text=True, cwd=REPO).stdout
     assert "-m plansuite.pipeline reproduce root=outputs/reproduce" in dry
 

@@ -92,3 +92,24 @@ def test_plain_train_multirun_over_learning_rates_writes_one_folder_per_job(monk
         assert results(job)["global_step"] == 3
         saved = json.loads((job / "export" / "plansuite.json").read_text())
         assert saved["config"]["model"]["optim"]["lr"] == float(lr)
+
+
+def test_the_readme_quick_start_sweep_lands_where_its_report_command_looks(monkeypatch, tmp_path):
+    """The README's ``plansuite-eval -m ...`` line, run as written (plus settings that only make it
+    fast), writes runs that the next ``plansuite-report outputs/quick/eval`` reads."""
+    import shlex
+
+    from plansuite.cli import eval as eval_cli
+    from plansuite.report.collect import load_rows
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = readme.split("### Quick start at tiny scale", 1)[1].split("```bash", 1)[1].split("```")[0]
+    lines = [line.split("#")[0] for line in block.replace("\\\n", " ").splitlines()]
+    (sweep,) = [shlex.split(line) for line in lines if line.startswith("plansuite-eval -m")]
+    (report,) = [shlex.split(line) for line in lines if line.startswith("plansuite-report")]
+    monkeypatch.chdir(tmp_path)
+    write_toy_instances(tmp_path / "outputs" / "quick" / "data", n=2, seed=3)  # its test/ split
+    multirun(monkeypatch, eval_cli, *sweep[2:], "optimal.enabled=false", "progress_every_s=1000",
+             "val=false")
+    rows = load_rows([report[1]])
+    assert sorted(r.label for r in rows) == ["verifier=oracle", "verifier=oracle_action"]
