@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from statistics import mean, stdev
+
 from plansuite.planning.metrics import wilson_interval
 from plansuite.report.collect import Row
 from plansuite.report.html import write_report
@@ -47,3 +50,12 @@ def test_cells_keep_every_seed_in_order():
 def test_the_html_report_says_how_many_runs_a_cell_holds(tmp_path):
     page = write_report(three_seeds(), tmp_path, "t").read_text()
     assert "3 / 3" in page and "across runs" in page
+
+
+def test_the_interval_over_runs_uses_the_exact_t_quantile_of_its_degrees_of_freedom():
+    rows = [run("base", s, 20 + s, 5) for s in range(12)]  # 12 seeds: 11 degrees of freedom
+    (cell,) = cells(rows).values()
+    low, high = cell.seed_interval("grr")
+    values = [r.grr for r in rows]
+    half = 2.200985 * stdev(values) / math.sqrt(len(values))  # t(0.975; 11), not t(0.975; 10)
+    assert (low, high) == (round(mean(values) - half, 4), round(mean(values) + half, 4))
