@@ -326,10 +326,18 @@ def final_if_better(trainer, module, dm, best_cb, last: Path,
 
 
 def _checkpoint_step(path: str) -> int:
+    """The step a checkpoint was saved at, read with ``weights_only=True`` (tensors and plain
+    values only): a file whose unpickling would run code is refused here, before Lightning (also
+    told ``weights_only=True``) opens it."""
+    import pickle
+
     import torch
 
     try:
-        return int(torch.load(path, map_location="cpu", weights_only=False, mmap=True)["global_step"])
+        return int(torch.load(path, map_location="cpu", weights_only=True, mmap=True)["global_step"])
+    except pickle.UnpicklingError as exc:
+        raise ConfigError(f"{path}: refused: the checkpoint holds more than weights and plain values "
+                          "(loading it would run code it carries)") from exc
     except Exception as exc:  # a truncated or foreign file: say which, in one line
         raise ConfigError(f"{path}: unreadable checkpoint ({type(exc).__name__})") from exc
 
@@ -612,7 +620,7 @@ def train(spec: TrainSpec) -> dict:
     trainer, best_cb, throughput = make_trainer(spec, domain.name, manifest.get("dataset"))
 
     start = time.perf_counter()
-    trainer.fit(module, datamodule=dm, ckpt_path=ckpt_path)
+    trainer.fit(module, datamodule=dm, ckpt_path=ckpt_path, weights_only=True)
     fit_s = time.perf_counter() - start
     if trainer.interrupted:
         raise PlansuiteError(f"training interrupted; resume with: ckpt_path=last out_dir={out_dir}")
@@ -624,7 +632,8 @@ def train(spec: TrainSpec) -> dict:
     best, metrics = final_if_better(trainer, module, dm, best_cb, out_dir / "checkpoints" / "last.ckpt",
                                     validated)
     if metrics is None:  # the final weights were not the ones chosen (or were never measured)
-        metrics = trainer.validate(module, datamodule=dm, ckpt_path=best, verbose=False)  # best weights
+        metrics = trainer.validate(module, datamodule=dm, ckpt_path=best, verbose=False,  # best weights
+                                   weights_only=True)
     if not trainer.is_global_zero:
         return {}
     kind = spec.model.kind
