@@ -178,3 +178,32 @@ def test_wandb_offline_run_is_written(instances, tmp_path, monkeypatch):
                  "logger=wandb", "wandb.experiment=unit")
     runs = list((out / "wandb").glob("offline-run-*"))
     assert len(runs) == 1 and any(runs[0].rglob("*.wandb"))
+
+
+@pytest.mark.parametrize("flaw", ["requirement", "non-breaking space"])
+def test_a_problem_fast_downward_refuses_is_recorded_and_the_others_are_planned(tmp_path, flaw,
+                                                                                 capsys):
+    """The suite reads it, Fast Downward does not: its instance carries FD's message (and no
+    optimal length), every instance is planned, and the run finishes."""
+    folder = write_toy_instances(tmp_path / "data", n=3, seed=1)
+    bad = folder / "p0001.pddl"
+    text = bad.read_text()
+    if flaw == "requirement":
+        text = text.replace("(:objects", "(:requirements :strips :numeric-fluents)\n  (:objects", 1)
+    else:
+        text = text.replace("(:objects ", "(:objects\u00a0", 1)
+    bad.write_text(text)
+    out = tmp_path / "out"
+    results = evaluate_cli("planner=random_restart", "generator=random", f"instances={folder}",
+                           f"out_dir={out}", "optimal.enabled=true",
+                           f"optimal.cache_dir={tmp_path / 'fd'}")
+    records = {r["id"]: r for r in lines(out / "instances.jsonl")}
+    assert results["n_instances"] == 3 and sorted(records) == ["p0000", "p0001", "p0002"]
+    assert records["p0001"]["optimal_length"] is None
+    assert records["p0001"]["optimal_message"].startswith("Fast Downward refused it (exit 31")
+    assert list(results["optimal_refused"]) == ["p0001"]
+    assert all(r["optimal_length"] is not None and "optimal_message" not in r
+               for i, r in records.items() if i != "p0001")
+    assert all(r["outcome"] == "success" for r in records.values())  # planned all the same
+    logged = [ln for ln in capsys.readouterr().out.splitlines() if "Fast Downward refused" in ln]
+    assert len(logged) == 1 and "p0001" in logged[0]

@@ -21,7 +21,7 @@ from plansuite.nl2pddl.equivalence import compare, compare_file
 from plansuite.pddl import fast_downward
 from plansuite.pddl.parse import load_problem, parse_domain, parse_problem
 from plansuite.pddl.simulator import GroundTask
-from plansuite.planning.optimal import OptimalLengths
+from plansuite.planning.optimal import InstanceRefused, OptimalLengths
 
 REPO = Path(__file__).resolve().parents[1]
 BW_FILE = builtin_path("blocksworld")
@@ -221,12 +221,13 @@ def test_a_planner_that_exits_0_without_a_plan_is_an_error_and_is_never_cached(
         fast_downward.solve(BW_FILE, problem)
     assert "exited 0 with neither a plan nor a proof of unsolvability" in str(info.value)
     cache = tmp_path / "cache"
-    with pytest.raises(PlannerError):
+    with pytest.raises(PlannerError) as broken:
         OptimalLengths(BW_FILE, cache).get(problem)
+    assert not isinstance(broken.value, InstanceRefused)  # a broken planner ends the run
     assert not cache.exists() or not list(cache.iterdir())
     fake_planner("print('Translator error: bad input'); sys.exit(31)")  # FD's own input error
-    with pytest.raises(PlannerError, match="Fast Downward failed .*exit 31"):
-        OptimalLengths(BW_FILE, cache).get(problem)
+    with pytest.raises(InstanceRefused, match=r"Fast Downward refused it \(exit 31"):
+        OptimalLengths(BW_FILE, cache).get(problem)  # this instance's: recorded, the others go on
     assert not cache.exists() or not list(cache.iterdir())
 
 

@@ -10,7 +10,7 @@ Output (``out_dir``)::
                      calls_to_success (generator calls when a successful plan was proposed, else
                      null), events (loop-specific counts), sim_valid, val_valid/val_message,
                      shard, elapsed_s (first request to last; instances overlap in the batched
-                     engine)
+                     engine), optimal_message (only where Fast Downward refused the problem)
     plans/<id>.plan  every proposed plan in IPC format
     journal/         per-shard journals, run.json, sessions.jsonl (resume and merge state)
 
@@ -41,7 +41,7 @@ from plansuite.planning.episode import EpisodeResult, InstanceContext
 from plansuite.planning.journal import Journal, lock_shard
 from plansuite.planning.loops import PlannerSpec, check_verifier, feedback_source
 from plansuite.planning.metrics import summarize
-from plansuite.planning.optimal import OptimalLengths
+from plansuite.planning.optimal import InstanceRefused, OptimalLengths
 from plansuite.planning.outcomes import Outcome, judge_plan, plan_actions
 from plansuite.planning.protocols import Generator, Verifier
 from plansuite.progress import ProgressReport
@@ -151,9 +151,14 @@ def evaluate(instances: Sequence[Instance], domain: Domain, domain_file: str | P
     session_start = time.perf_counter()
 
     lengths: dict[str, int | None] = {}
+    refused: dict[str, str] = {}  # id -> why FD refused it: recorded with the instance, still planned
     if optimal is not None and mine:
         for inst in mine:
-            lengths[inst.id] = optimal.get(inst.path)
+            try:
+                lengths[inst.id] = optimal.get(inst.path)
+            except InstanceRefused as exc:
+                refused[inst.id] = exc.message
+                log(f"[eval] {inst.id}: no optimal length: {exc}")
         log(f"[eval] Fast Downward optimal lengths for {len(mine)} instances in "
             f"{time.perf_counter() - session_start:.1f}s")
 
@@ -165,6 +170,8 @@ def evaluate(instances: Sequence[Instance], domain: Domain, domain_file: str | P
         inst = by_id[ctx.id]
         record = instance_record(ctx, result, inst.path, lengths.get(ctx.id), settings.save_traces)
         record.update(shard=settings.rank, elapsed_s=round(elapsed_s, 4))
+        if ctx.id in refused:
+            record["optimal_message"] = refused[ctx.id]
         if record["plan"] is not None:
             write_plan(record["plan"], out / "plans" / f"{ctx.id}.plan")
             unknown = [a for a in record["plan"] if ctx.task.action_id(a) is None]
@@ -226,6 +233,9 @@ def merge(out_dir: Path, ids: Sequence[str], spec: PlannerSpec, config: dict | N
                "attempts_per_s": round(sum(s["attempts"] for s in sessions) / engine_s, 2)
                if engine_s else None,
                "sessions": len(sessions), "config": config or {}}
+    refused = {r["id"]: r["optimal_message"] for r in ordered if r.get("optimal_message")}
+    if refused:  # planned and judged by the suite, but without an optimal length
+        results["optimal_refused"] = refused
     write_results(out_dir, results)
     if results["val"]["disagree_ids"]:
         log(f"[eval] WARNING: VAL and the simulator disagree on {results['val']['disagree_ids']}")

@@ -4,7 +4,9 @@ The cache key is the planner's identity (:func:`~plansuite.pddl.fast_downward.id
 version, build) and the content of the domain and problem files, so renamed or copied instances
 hit the cache, an edited problem never reuses a stale length and another planner never reuses
 this one's verdicts. Timeouts are not cached (a later run with a larger limit may solve the
-instance); an FD error is a :class:`~plansuite.errors.PlannerError`, never a cached "no length".
+instance); an FD error is a :class:`~plansuite.errors.PlannerError`, never a cached "no length":
+:class:`InstanceRefused` when FD reports an input error in this instance (the evaluation records
+it and plans the others), any other failure (a missing or broken planner) ends the run.
 """
 
 from __future__ import annotations
@@ -16,6 +18,15 @@ from pathlib import Path
 
 from plansuite.errors import PlannerError
 from plansuite.pddl.fast_downward import check_search, identity, solve
+
+
+class InstanceRefused(PlannerError):
+    """Fast Downward refused this problem as bad input (its exit codes 30-37) although the suite's
+    reader accepted it (e.g. a requirement or a character FD does not read)."""
+
+    def __init__(self, problem_file: Path, message: str):
+        self.message = f"Fast Downward refused it ({message})"
+        super().__init__(f"{problem_file}: {self.message}")
 
 
 class OptimalLengths:
@@ -39,7 +50,7 @@ class OptimalLengths:
             return json.loads(cached.read_text())["length"]
         result = solve(self.domain_file, problem_file, self.mode, self.time_limit)
         if result.status == "error":  # FD refused an instance our checks accepted: not its length
-            raise PlannerError(f"{problem_file}: Fast Downward failed ({result.message})")
+            raise InstanceRefused(problem_file, result.message)
         length = len(result.plan) if result.plan is not None else None
         if result.status in ("solved", "unsolvable"):
             self.cache_dir.mkdir(parents=True, exist_ok=True)
