@@ -173,3 +173,11 @@ def test_missing_move_time_is_undefined_for_the_duration():
 
 def test_load_domain_reads_the_builtin_files():
     assert load_domain(BUILTIN_DIR / "timed-delivery.pddl").name == "timed-delivery"
+
+
+def test_a_numeric_action_parameter_named_twice_is_refused():
+    old = ":parameters (?t - truck ?from ?to - location)"
+    assert old in FUEL
+    with pytest.raises(PDDLError, match=r"action \w+ :parameters: parameter \?from declared twice"):
+        parse_domain(FUEL.replace(old, ":parameters (?t - truck ?from ?from - location)", 1),
+                     "fuel.pddl")

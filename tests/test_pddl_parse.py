@@ -244,3 +244,20 @@ def test_action_costs_are_read_as_unit_costs():
         "(total-cost) - number", "(total-cost) (fuel) - number")
     with pytest.raises(PDDLError, match="c.pddl: .*numeric"):
         parse_domain(other, "c.pddl")
+
+
+def test_an_action_parameter_named_twice_is_one_located_line():
+    text = domain_text(pre="(and (free ?x))", eff="(and (on ?x ?x))").replace(
+        ":parameters (?x - block ?y - block)", ":parameters (?x - block ?x - block)")
+    with pytest.raises(PDDLError) as info:
+        parse_domain(text, "d.pddl")
+    assert str(info.value) == "d.pddl:7: action move: parameter ?x declared twice"
+    assert info.value.kind == "duplicate"
+
+
+def test_a_utf8_byte_order_mark_is_dropped_when_reading(dom, tmp_path):
+    domain_file, problem_file = tmp_path / "d.pddl", tmp_path / "p.pddl"
+    domain_file.write_bytes(b"\xef\xbb\xbf" + domain_text().encode())
+    problem_file.write_bytes(b"\xef\xbb\xbf" + problem_text().encode())
+    assert load_domain(domain_file) == parse_domain(domain_text(), str(domain_file))
+    assert load_problem(problem_file, dom) == parse_problem(problem_text(), dom, str(problem_file))

@@ -266,7 +266,10 @@ class _Reader:
         raw_params = keys.get(":parameters", Node(0))
         if not isinstance(raw_params, Node):
             raise PDDLError(self.src, where, ":parameters must be a list", kind="parse")
+        names = [var for var, _ in typed_list(list(raw_params), self.src, f"{where} :parameters")]
         params = dict(typed_list(list(raw_params), self.src, f"{where} :parameters"))
+        for var in sorted({v for v in names if names.count(v) > 1}):
+            self.add("duplicate", f"{where} :parameters", f"parameter {var} declared twice", raw_params)
         for var, typ in params.items():
             if not var.startswith("?"):
                 self.add("parse", f"{where} :parameters", f"parameter '{var}' must start with '?'")

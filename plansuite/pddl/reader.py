@@ -13,7 +13,8 @@ library would crash on or silently mis-read, with one located line each:
   (the library and our formatting of its objects recurse);
 * unbalanced parentheses;
 * in domains: duplicate predicates or actions (the library keeps one predicate, chosen by
-  hash order), and ``:derived`` (the library drops it without the requirement);
+  hash order), an action parameter named twice (the library keeps one), and ``:derived`` (the
+  library drops it without the requirement);
 * an action without ``:precondition`` or ``:effect`` (valid PDDL, a crash in the library) or with
   an empty ``()`` body (read as ``(or)``): the text given to the library gets ``(and)`` instead.
 """
@@ -45,7 +46,8 @@ def _size_problem(size: int) -> str:
 
 
 def read_text(path: str | Path, what: str) -> str:
-    """The text of a PDDL file; missing, unreadable, too large or not UTF-8 is a PDDLError.
+    """The text of a PDDL file (without a UTF-8 byte-order mark); missing, unreadable, too large
+    or not UTF-8 is a PDDLError.
 
     ``kind`` tells callers why: ``io`` (cannot be read), ``size`` or ``encoding`` (read, but its
     content cannot be PDDL), so a tool that accepts any generated text can say "does not parse".
@@ -62,7 +64,7 @@ def read_text(path: str | Path, what: str) -> str:
     except OSError as exc:
         raise PDDLError(str(path), what, f"unreadable ({exc.__class__.__name__})", kind="io") from exc
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")  # a leading byte-order mark is dropped
     except UnicodeDecodeError as exc:
         raise PDDLError(str(path), what, f"unreadable: not UTF-8 text (byte {data[exc.start]:#04x} "
                         f"at offset {exc.start})", kind="encoding") from exc
@@ -188,10 +190,31 @@ def prepare_domain(text: str, source: str) -> Prepared:
             functions.update(f.head() for f in section[1:] if isinstance(f, Node) and f.head())
         elif head == ":action" and len(section) > 1 and isinstance(section[1], str):
             once("action", section[1], section.start)
+            _check_parameters(section, text, source)
             inserts += _action_body_fixes(section)
     for offset, insert in sorted(inserts, reverse=True):  # back to front: offsets stay valid
         text = text[:offset] + insert + text[offset:]
     return Prepared(text, frozenset(functions))
+
+
+def _check_parameters(action: Node, text: str, source: str) -> None:
+    """Refuse a parameter named twice (the library keeps one of them, silently).
+
+    >>> domain = "(define (domain d) (:action a :parameters (?ob ?ob) :effect (and)))"
+    >>> _check_parameters(scan(domain, "d.pddl", "domain")[0][2], domain, "d.pddl")
+    Traceback (most recent call last):
+    ...
+    plansuite.errors.PDDLError: d.pddl:1: action a: parameter ?ob declared twice
+    """
+    i = next((n for n, item in enumerate(action) if item == ":parameters"), None)
+    params = action[i + 1] if i is not None and i + 1 < len(action) else None
+    if not isinstance(params, Node):
+        return
+    names = [p for p in params if isinstance(p, str) and p.startswith("?")]
+    repeated = next((p for n, p in enumerate(names) if p in names[:n]), None)
+    if repeated is not None:
+        raise PDDLError(f"{source}:{line_of(text, params.start)}", f"action {action[1]}",
+                        f"parameter {repeated} declared twice", kind="duplicate")
 
 
 def _action_body_fixes(action: Node) -> list[tuple[int, str]]:
