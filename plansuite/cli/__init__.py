@@ -13,7 +13,7 @@ from plansuite import CONF_DIR as CONF_DIR  # the configs every app reads
 
 # ${plansuite.sweep_subdir:} and ${plansuite.job_out_dir:...} in conf/: one folder per multirun job.
 from plansuite.cli.sweep_dirs import register as _register_sweep_resolvers  # noqa: E402
-from plansuite.errors import PlansuiteError, clip, os_error_line
+from plansuite.errors import ConfigError, PlansuiteError, clip, os_error_line
 
 _register_sweep_resolvers()
 
@@ -50,6 +50,8 @@ def friendly_errors(task):
     @functools.wraps(task)
     def wrapper(*args, **kwargs):
         try:
+            if args:
+                check_seeds(args[0])
             return task(*args, **kwargs)
         except PlansuiteError as exc:
             if os.environ.get("PLANSUITE_DEBUG"):
@@ -66,6 +68,28 @@ def friendly_errors(task):
             _fail(line, exc)
 
     return wrapper
+
+
+def check_seeds(cfg) -> None:
+    """Every ``seed`` of an app's config (``seed``, ``rollout.seed``, ...) is a non-negative
+    integer: Hydra keeps ``seed=xyz`` as a string, which would seed nothing reproducibly.
+
+    >>> from omegaconf import OmegaConf
+    >>> check_seeds(OmegaConf.create({"seed": 3, "rollout": {"seed": "${seed}"}}))
+    >>> check_seeds(OmegaConf.create({"seed": 0, "rollout": {"seed": "xyz"}}))
+    Traceback (most recent call last):
+    plansuite.errors.ConfigError: rollout.seed='xyz': must be a non-negative integer
+    """
+    from omegaconf import DictConfig, OmegaConf
+
+    if not isinstance(cfg, DictConfig):
+        return
+    paths = ["seed", *(f"{key}.seed" for key, node in cfg.items_ex(resolve=False)
+                       if isinstance(node, DictConfig))]
+    for path in paths:
+        value = OmegaConf.select(cfg, path, default=0, throw_on_missing=False)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"{path}={value!r}: must be a non-negative integer")
 
 
 def _out_dir_of(args: tuple) -> str | None:

@@ -19,9 +19,8 @@ def run(cfg: DictConfig) -> dict:
         if OmegaConf.is_missing(cfg.domain, key):
             raise ConfigError(f"domain={cfg.domain.name} needs domain.{key}=PATH (e.g. domain.file="
                               "DIR/domain.pddl domain.problems=DIR)")
-    for key in ("seed", "workers"):
-        if not isinstance(cfg[key], int) or isinstance(cfg[key], bool) or cfg[key] < 0:
-            raise ConfigError(f"{key}={cfg[key]!r}: must be a non-negative integer")
+    if not isinstance(cfg.workers, int) or isinstance(cfg.workers, bool) or cfg.workers < 0:
+        raise ConfigError(f"workers={cfg.workers!r}: must be a non-negative integer")
     path = domain_file(cfg.domain.name, cfg.domain.get("file"))
     domain = load_domain(path)
     if cfg.domain.get("pddl_name") and domain.name != cfg.domain.pddl_name:
