@@ -21,7 +21,7 @@ def test_a_seed_that_is_not_a_non_negative_integer_is_one_line(app, seed, capsys
         importlib.import_module(f"plansuite.cli.{app}").run(cfg)
     err = capsys.readouterr().err.strip().splitlines()
     assert ended.value.code == 1 and len(err) == 1, err
-    assert err[0].startswith(f"error: seed=") and err[0].endswith("must be a non-negative integer")
+    assert err[0].startswith("error: seed=") and err[0].endswith("must be a non-negative integer")
 
 
 def test_a_nested_seed_is_checked_too(capsys):

@@ -207,3 +207,18 @@ def test_a_problem_fast_downward_refuses_is_recorded_and_the_others_are_planned(
     assert all(r["outcome"] == "success" for r in records.values())  # planned all the same
     logged = [ln for ln in capsys.readouterr().out.splitlines() if "Fast Downward refused" in ln]
     assert len(logged) == 1 and "p0001" in logged[0]
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("planner.temperature=-2", "planner.temperature=-2: must be >= 0"),
+    ("planner.top_p=0", "planner.top_p=0: must be in (0, 1]"),
+    ("device=tpu", "device=tpu: unknown device (choose from cpu"),
+])
+def test_a_model_free_planner_still_refuses_bad_sampling_settings_and_devices(
+        instances, tmp_path, capsys, override, message):
+    with pytest.raises(SystemExit) as ended:
+        evaluate_cli("planner=random_restart", "generator=random", f"instances={instances}",
+                     f"out_dir={tmp_path / 'out'}", override)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert ended.value.code == 1 and len(err) == 1 and message in err[0], err
+    assert not (tmp_path / "out").exists()  # refused before planning

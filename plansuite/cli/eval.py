@@ -24,6 +24,7 @@ from plansuite.pddl.parse import load_domain
 from plansuite.planning.adapters import (
     GENERATOR_CHOICES,
     VERIFIER_CHOICES,
+    check_device,
     check_export_domain,
     check_same_tokenizer,
     load_generator,
@@ -79,6 +80,7 @@ def run(cfg: DictConfig) -> dict | None:
 
     gen_name, ver_name = str(cfg.generator), str(cfg.verifier)
     uses_export = gen_name not in GENERATOR_CHOICES or ver_name not in VERIFIER_CHOICES
+    check_device(cfg.device)  # a typo is refused even when no model runs on it
     device = resolve_device(cfg.device, int(cfg.shard.rank)) if uses_export else "cpu"
     synthetic = OmegaConf.to_container(cfg.synthetic) if gen_name == "synthetic" else None
     check_same_tokenizer(gen_name, ver_name)  # before loading anything heavy

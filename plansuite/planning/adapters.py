@@ -171,16 +171,25 @@ def check_export_domain(role: str, spec: str, domain_name: str) -> None:
                           f"is '{domain_name}' (choose domain=... to match, or another export)")
 
 
-def resolve_device(device: str, rank: int = 0) -> str:
-    """``auto``: ``cuda:<rank mod #GPUs>`` when CUDA is available, else ``cpu``.
+def check_device(device: str) -> str:
+    """``device`` if it is cpu, cuda, cuda:N, mps or auto; else one line listing those (torch's
+    own message for ``device=gpu`` is long and was cut off mid-sentence).
 
-    Anything but cpu, cuda, cuda:N, mps and auto is one line listing those (torch's own message
-    for ``device=gpu`` is long and was cut off mid-sentence).
+    >>> check_device("tpu")
+    Traceback (most recent call last):
+    plansuite.errors.ConfigError: device=tpu: unknown device (choose from cpu, cuda, cuda:N, mps, auto)
     """
     device = str(device)
     if not re.fullmatch(r"cpu|auto|mps|cuda(:\d+)?", device):
         raise ConfigError(f"device={device}: unknown device (choose from cpu, cuda, cuda:N, mps, "
                           "auto)")
+    return device
+
+
+def resolve_device(device: str, rank: int = 0) -> str:
+    """``auto``: ``cuda:<rank mod #GPUs>`` when CUDA is available, else ``cpu``; an unknown
+    device is refused (:func:`check_device`)."""
+    device = check_device(device)
     if device != "auto":
         return device
     import torch

@@ -60,6 +60,10 @@ class PlannerSpec:
             raise ConfigError("planner.propose_on_failure: choose 'last' or 'none'")
         if self.budget is not None and self.budget < 1:
             raise ConfigError(f"planner.budget={self.budget}: must be >= 1 (or null)")
+        if not self.temperature >= 0:  # checked with or without a model (NaN fails too)
+            raise ConfigError(f"planner.temperature={self.temperature}: must be >= 0 (0: greedy)")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError(f"planner.top_p={self.top_p}: must be in (0, 1]")
 
     @classmethod
     def from_dict(cls, values: dict) -> PlannerSpec:
