@@ -302,3 +302,18 @@ def test_training_on_a_full_disk_is_one_line_naming_out_dir(tiny_dataset, tmp_pa
     run = _limited_run(["plansuite-train", "model=generator", f"data_dir={tiny_dataset}",
                         f"out_dir={out}", "logger=none", "trainer.max_steps=3"], 100_000, tmp_path)
     _assert_one_io_line(run, out)
+
+
+def test_an_evaluation_with_another_world_size_beside_a_live_shard_is_refused(instances, tmp_path):
+    out = tmp_path / "eval"
+    held = lock_shard(out, 1, world=2)  # shard 1 of 2 is running here
+    try:
+        with pytest.raises(ConfigError, match=r"shard-1 of an evaluation with another world size is "
+                                              r"running here \(pid .*shard\.world=2\); "
+                                              r"shard\.world=3 now would plan some instances twice"):
+            run_eval(instances, out, val=False, rank=2, world=3)
+        assert not (out / "journal" / "shard-2.jsonl").exists()
+        assert run_eval(instances, out, val=False, rank=0, world=2) is None  # the same split: fine
+    finally:
+        held.close()
+    assert run_eval(instances, out, val=False, rank=0, world=1) is not None  # a later resume: any world

@@ -139,7 +139,7 @@ def evaluate(instances: Sequence[Instance], domain: Domain, domain_file: str | P
         validate_binary()  # a missing VAL is an error now, not after hours of planning
     out = Path(out_dir)
     (out / "plans").mkdir(parents=True, exist_ok=True)
-    lock = lock_shard(out, settings.rank)  # before the journal repairs "torn" lines of a live run
+    lock = lock_shard(out, settings.rank, settings.world)  # before the journal repairs "torn" lines of a live run
     journal = Journal(out, settings.rank)
     journal.check_run({"planner": asdict(spec), "seed": settings.seed, "instances": ids,
                        **(fingerprint or {})})

@@ -22,13 +22,14 @@ from plansuite.errors import ConfigError
 from plansuite.jsonl import write_atomic
 
 
-def lock_shard(out_dir: str | Path, rank: int = 0) -> IO[str]:
+def lock_shard(out_dir: str | Path, rank: int = 0, world: int = 1) -> IO[str]:
     """Hold ``<out_dir>/journal/shard-<rank>.lock`` until the returned file is closed.
 
     A second evaluation of the same shard into the same ``out_dir`` would plan everything again
-    and interleave its journal lines with ours: it is refused, naming the holder. The lock is an
-    ``flock``, which the kernel drops when its process dies, so a killed run never blocks its
-    resume.
+    and interleave its journal lines with ours: it is refused, naming the holder; so is one
+    whose ``world`` differs from a shard still running there (the two rank splits overlap, and
+    some instances would be planned twice). The lock is an ``flock``, which the kernel drops
+    when its process dies, so a killed run never blocks its resume (with any world size).
     """
     folder = Path(out_dir) / "journal"
     folder.mkdir(parents=True, exist_ok=True)
@@ -45,9 +46,31 @@ def lock_shard(out_dir: str | Path, rank: int = 0) -> IO[str]:
     handle.seek(0)
     handle.truncate()
     handle.write(f"pid {os.getpid()} on {socket.gethostname()} since "
-                 f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n")
-    handle.flush()
+                 f"{time.strftime('%Y-%m-%d %H:%M:%S')}, shard.world={world}\n")
+    handle.flush()  # before looking at the others: of two starting at once, one sees the other
+    try:
+        _check_live_worlds(folder, path, world)
+    except ConfigError:
+        handle.close()
+        raise
     return handle
+
+
+def _check_live_worlds(folder: Path, own: Path, world: int) -> None:
+    """Refuse when another shard is running into this ``out_dir`` with another world size."""
+    for other in sorted(folder.glob("shard-*.lock")):
+        if other == own:
+            continue
+        with other.open("r") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except OSError:  # held: a live evaluation
+                holder = f.read().strip()
+                if ", shard.world=" in holder and not holder.endswith(f", shard.world={world}"):
+                    raise ConfigError(
+                        f"{folder.parent}: {other.stem} of an evaluation with another world size "
+                        f"is running here ({holder}); shard.world={world} now would plan some "
+                        "instances twice: use the same shard.world, or wait for it") from None
 
 
 class Journal:
