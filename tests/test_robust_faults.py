@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -173,6 +174,10 @@ def test_the_commands_end_hydra_failures_with_one_error_line(tmp_path):
     blocker = tmp_path / "afile"
     blocker.write_text("")
     for args, expected in ((["planner=nonexistent"], "error: planner=nonexistent: unknown option"),
+                           (["planner.kk=3", "generator=random", f"instances={tmp_path}"],
+                            "error: planner.kk: unknown key (known in planner: budget, k,"),
+                           (["-m", "generator=random", f"instances={tmp_path}", "--cfg", "hydra"],
+                            "error: give only one of -m/--multirun, --cfg, --run"),
                            ([f"out_dir={blocker}", "generator=random", f"instances={tmp_path}"],
                             f"error: out_dir={blocker}: cannot create")):
         run = subprocess.run([sys.executable, "-m", "plansuite.cli.eval", *args], text=True,
@@ -180,8 +185,29 @@ def test_the_commands_end_hydra_failures_with_one_error_line(tmp_path):
         lines = run.stderr.strip().splitlines()
         assert run.returncode == 1 and lines[-1].startswith(expected), run.stderr[-500:]
         assert sum(ln.startswith("error:") for ln in lines) == 1 and "Traceback" not in run.stderr
-        if "unknown option" in expected:  # found before Hydra starts: its own report never printed
+        if "cannot create" not in expected:  # found before Hydra starts: its own report never printed
             assert lines == lines[-1:], run.stderr
+
+
+def test_a_missing_plugin_names_the_extra_to_install(monkeypatch, capsys, tmp_path):
+    """The Optuna sweeper's config (registered by hydra-optuna-sweeper) removed, as when the
+    package is not installed: one line saying which extra installs it, before Hydra starts."""
+    from hydra.core.config_store import ConfigStore
+    from hydra.core.plugins import Plugins
+
+    from plansuite.cli import eval as eval_cli
+
+    Plugins.instance()  # the installed plugins register their configs once, here
+    monkeypatch.delitem(ConfigStore.instance().repo["hydra"]["sweeper"], "optuna.yaml")
+    monkeypatch.setattr(sys, "argv", ["plansuite-eval", "-m", "hparams_search=temperature",
+                                      "generator=random", f"hydra.sweep.dir={tmp_path / 'sweep'}"])
+    with pytest.raises(SystemExit) as ended:
+        eval_cli.main()
+    assert ended.value.code == 1
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "error: hparams_search=temperature: needs hydra/sweeper=optuna, a plugin that is not "
+        "installed: pip install 'plansuite[optuna]'"]
+    assert not (tmp_path / "sweep").exists()
 
 
 def test_a_sweep_with_one_unknown_option_runs_none_of_its_jobs(tmp_path):

@@ -124,17 +124,27 @@ def hydra_errors(config_name: str):
         def wrapper(*args, **kwargs):
             from plansuite.cli.hydra_diagnosis import (
                 blocked_out_dir,
+                composition_error_before_start,
                 explain,
+                one_command_line,
                 unknown_option_before_start,
             )
 
             _REPORTED.clear()  # this call's failures only (tests call several in one process)
-            blocked = unknown_option_before_start(sys.argv[1:]) or blocked_out_dir(config_name, sys.argv[1:])
+            argv = sys.argv[1:]
+            blocked = (unknown_option_before_start(argv) or composition_error_before_start(config_name, argv)
+                       or blocked_out_dir(config_name, argv))
             if blocked:
                 print(f"error: {blocked}", file=sys.stderr, flush=True)
                 sys.exit(1)
             try:
                 return main(*args, **kwargs)
+            except ValueError as exc:
+                line = one_command_line(exc)
+                if line is None:
+                    raise
+                print(f"error: {line}", file=sys.stderr, flush=True)
+                sys.exit(1)
             except SystemExit as exc:
                 if exc.code not in (0, None) and not _REPORTED:
                     line = explain(config_name, sys.argv[1:])

@@ -81,14 +81,77 @@ def unknown_option(overrides: list[str]) -> str | None:
     return None
 
 
+def _adds_config_folders(argv: list[str]) -> bool:
+    return any(a.split("=", 1)[0] in _SEARCH_PATH_FLAGS for a in argv) or any(
+        _key(a).startswith("hydra.searchpath") for a in argv)
+
+
 def unknown_option_before_start(argv: list[str]) -> str | None:
     """:func:`unknown_option` checked before Hydra starts, so its own report (search path,
     "set HYDRA_FULL_ERROR") never precedes ours, and a sweep with one bad option fails before
     its good jobs run. Not when the command line adds config folders (the option may be there)."""
-    if any(a.split("=", 1)[0] in _SEARCH_PATH_FLAGS for a in argv) or any(
-            _key(a).startswith("hydra.searchpath") for a in argv):
+    if _adds_config_folders(argv):
         return None
     return unknown_option([a for a in argv if "=" in a and not a.startswith("-")])
+
+
+# Config options that a plugin package provides, and the extra that installs it.
+PLUGIN_EXTRAS = {"hydra/sweeper/optuna": "optuna", "hydra/launcher/submitit_slurm": "slurm"}
+
+
+def missing_extra(exc: BaseException, overrides: list[str]) -> str | None:
+    """``hparams_search=temperature`` without the Optuna sweeper: say which extra to install,
+    naming the override whose config asks for the plugin.
+
+    >>> missing_extra(ValueError("In 'hydra/config': Could not find 'hydra/sweeper/optuna'"),
+    ...               ["generator=random", "hparams_search=temperature"])
+    "hparams_search=temperature: needs hydra/sweeper=optuna, a plugin that is not installed: pip install 'plansuite[optuna]'"
+    """
+    found = re.search(r"Could not find '([^']+)'", _messages(exc))
+    if not found or found.group(1) not in PLUGIN_EXTRAS:
+        return None
+    group, _, name = found.group(1).rpartition("/")
+
+    def asks_for_it(override: str) -> bool:
+        key, _, choice = override.partition("=")
+        option = Path(CONF_DIR) / _key(key) / f"{choice}.yaml"
+        return _PLAIN_CHOICE.fullmatch(choice) is not None and option.is_file() and name in option.read_text()
+
+    via = next((o for o in overrides if asks_for_it(o)), None)
+    return (f"{via + ': ' if via else ''}needs {group}={name}, a plugin that is not installed: "
+            f"pip install 'plansuite[{PLUGIN_EXTRAS[found.group(1)]}]'")
+
+
+def composition_error_before_start(config_name: str, argv: list[str]) -> str | None:
+    """:func:`unknown_key` and :func:`missing_extra` checked before Hydra starts (one
+    composition, a tenth of a second), so Hydra's own report never precedes ours; a sweep is
+    checked at its first values."""
+    given = [a for a in argv if "=" in a and not a.startswith("-")]
+    if not given or _adds_config_folders(argv):
+        return None
+    overrides = [_first_choice(a) for a in given]
+    try:
+        _compose(config_name, overrides)
+    except Exception as exc:  # anything else is left to Hydra's own report
+        return unknown_key(config_name, overrides, exc) or missing_extra(exc, overrides)
+    return None
+
+
+# Hydra's commands; it refuses two of them at once with a ValueError traceback.
+_COMMANDS = "-m/--multirun, --cfg, --run, --info and --shell-completion"
+
+
+def one_command_line(exc: BaseException) -> str | None:
+    """Hydra's "Only one of --run, --multirun, --cfg ..." as the suite's line, else None.
+
+    >>> one_command_line(ValueError("Only one of --run, --multirun, --cfg, --info and "
+    ...                             "--shell_completion can be specified")).split(";")[0]
+    'give only one of -m/--multirun, --cfg, --run, --info and --shell-completion'
+    """
+    if isinstance(exc, ValueError) and str(exc).startswith("Only one of --run, --multirun"):
+        return (f"give only one of {_COMMANDS}; --cfg shows one run's config (drop -m and give "
+                "one value per key)")
+    return None
 
 
 def unknown_key(config_name: str, overrides: list[str], exc: BaseException) -> str | None:
@@ -169,7 +232,7 @@ def explain(config_name: str, argv: list[str]) -> str | None:
     try:
         cfg = _compose(config_name, overrides)
     except Exception as exc:
-        line = unknown_key(config_name, overrides, exc)
+        line = unknown_key(config_name, overrides, exc) or missing_extra(exc, overrides)
         if line is None:
             first = next((ln.strip() for ln in _messages(exc).splitlines() if ln.strip()), "")
             line = clip(first, 300) if first else None
