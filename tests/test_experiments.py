@@ -204,7 +204,8 @@ def test_optuna_tunes_temperature_on_validation_then_evaluates_test(dataset, tmp
     root = tmp_path / "tune"
     args = ["experiment=paper_fig3_temperature", "hparams_search=temperature", "planner.k=2",
             "inputs.verifier.generator=oracle_action", f"tuning.data={dataset}", "logger=none",
-            f"hydra.sweep.dir={root}", "hydra.sweeper.n_trials=2"]
+            f"hydra.sweep.dir={root}", "hydra.sweeper.n_trials=2",
+            f"tuning.storage_dir={tmp_path / 'optuna'}"]
     sweep(*args)
     best = yaml.safe_load((root / "optimization_results.yaml").read_text())
     tau = best["best_params"]["planner.temperature"]
@@ -223,14 +224,29 @@ def test_optuna_tunes_temperature_on_validation_then_evaluates_test(dataset, tmp
 def test_optuna_search_continues_its_sqlite_study(dataset, tmp_path):
     import optuna
 
-    root = tmp_path / "tune"
     args = ["hparams_search=temperature", "planner.k=2", "verifier=oracle", f"tuning.data={dataset}",
-            "logger=none", f"hydra.sweep.dir={root}", "tuning.test_instances=null"]
-    sweep(*args, "hydra.sweeper.n_trials=2")
-    assert not (root / "test-best").exists()
-    sweep(*args, "hydra.sweeper.n_trials=1")  # e.g. after a kill: the same folder, the same study
-    study = optuna.load_study(study_name="temperature", storage=f"sqlite:///{root}/optuna.db")
+            "logger=none", "tuning.test_instances=null", f"tuning.storage_dir={tmp_path / 'optuna'}"]
+    sweep(*args, f"hydra.sweep.dir={tmp_path / 'first'}", "hydra.sweeper.n_trials=2")
+    assert not (tmp_path / "first" / "test-best").exists()
+    # a plain re-run (its own timestamped sweep folder) continues the study at its stable path
+    sweep(*args, f"hydra.sweep.dir={tmp_path / 'second'}", "hydra.sweeper.n_trials=1")
+    study = optuna.load_study(study_name="temperature",
+                              storage=f"sqlite:///{tmp_path / 'optuna' / 'temperature.db'}")
     assert len(study.trials) == 3 and all(t.state.name == "COMPLETE" for t in study.trials)
+
+
+def test_a_study_is_not_continued_with_other_settings(dataset, tmp_path):
+    args = ["hparams_search=temperature", "verifier=oracle", f"tuning.data={dataset}", "logger=none",
+            "tuning.test_instances=null", f"tuning.storage_dir={tmp_path}", "hydra.sweeper.n_trials=1"]
+    sweep(*args, "planner.k=3", f"hydra.sweep.dir={tmp_path / 'first'}")
+    done = cli("plansuite.cli.eval", "-m", *TINY, *args, "planner.k=2",
+               f"hydra.sweep.dir={tmp_path / 'second'}")
+    assert done.returncode == 1
+    errors = [ln for ln in done.stderr.splitlines() if ln.startswith("error:")]
+    assert errors == [f"error: hydra.sweeper.study_name=temperature (sqlite:///{tmp_path}/temperature.db) "
+                      "holds trials of other settings (planner.k: 3 -> 2); give another study_name, "
+                      "or delete the file"], done.stderr[-2000:]
+    assert not list((tmp_path / "second").glob("*/results.json"))  # no trial ran
 
 
 def test_optuna_returns_the_objective_and_applies_the_argmax(dataset, tmp_path):
@@ -238,7 +254,8 @@ def test_optuna_returns_the_objective_and_applies_the_argmax(dataset, tmp_path):
     root = tmp_path / "tune_k"
     sweep("hparams_search=temperature", "planner.temperature=1.0", "planner=generator",
           "planner.k=choice(1,8)", "verifier=none", f"tuning.data={dataset}", "logger=none",
-          f"hydra.sweep.dir={root}", "hydra.sweeper.n_trials=4", "synthetic.p_bad_action=0.3")
+          f"hydra.sweep.dir={root}", "hydra.sweeper.n_trials=4", "synthetic.p_bad_action=0.3",
+          f"tuning.storage_dir={tmp_path / 'optuna'}")
     trials = {results(p.parent)["k"]: results(p.parent)["grr"]
               for p in root.glob("*/results.json") if p.parent.name != "test-best"}
     assert set(trials) == {1, 8} and trials[8] > trials[1]

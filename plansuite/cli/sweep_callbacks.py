@@ -2,8 +2,9 @@
 
 - :class:`SampleEfficiencyCallback` (``conf/experiment/adaplanner_sample_efficiency.yaml``):
   GRR at equal generator-call budgets over the sweep's runs (:mod:`plansuite.planning.budget`).
-- :class:`EvaluateBestOnTest` (``conf/hparams_search/``): the search's best parameters evaluated
-  once on the test instances (:mod:`plansuite.planning.tuning`).
+- :class:`EvaluateBestOnTest` (``conf/hparams_search/``): before the search, the study's folder
+  made and its settings checked (a continued study measures the same thing); after it, the
+  best parameters evaluated once on the test instances (:mod:`plansuite.planning.tuning`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from plansuite.errors import ConfigError
 from plansuite.planning.budget import write_report
 from plansuite.planning.tuning import best_on_test_overrides, best_params
 from plansuite.report.tables import sample_efficiency_table
+from plansuite.settings import flatten, settings_changes
 
 
 class SampleEfficiencyCallback(Callback):
@@ -48,7 +50,12 @@ class EvaluateBestOnTest(Callback):
         self.test_instances = test_instances
 
     def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
-        Path(str(config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)  # for sqlite storage
+        sweeper = config.hydra.sweeper
+        storage = str(sweeper.storage)
+        if storage.startswith("sqlite:///"):  # sqlite creates the file, not its folder
+            Path(storage.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        check_study_settings(storage, str(sweeper.study_name), str(sweeper.direction),
+                             study_settings(config))
 
     def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
         if not self.test_instances:
@@ -64,3 +71,40 @@ class EvaluateBestOnTest(Callback):
             print(f"error: the test run with {best} failed; the search results are in {sweep}; "
                   f"re-run: plansuite-eval {' '.join(overrides)}", file=sys.stderr, flush=True)
             raise SystemExit(done.returncode)
+
+
+# Keys that do not change what a trial measures (where it is written, how it is logged).
+UNMEASURED = ("hydra", "out_dir", "wandb", "logger", "progress_every_s", "tuning")
+
+
+def study_settings(config: Any) -> dict:
+    """What the study's trials measure: the resolved config without the searched parameters and
+    the keys that only place or log a run (:data:`UNMEASURED`)."""
+    from omegaconf import OmegaConf
+
+    kept = OmegaConf.masked_copy(config, [k for k in config if k not in ("hydra", "out_dir")])
+    resolved = OmegaConf.to_container(kept, resolve=True)  # before dropping what others refer to
+    searched = set(config.hydra.sweeper.get("params") or {})
+    return {k: v for k, v in flatten(resolved).items()
+            if k not in searched and k.split(".")[0] not in UNMEASURED}
+
+
+def check_study_settings(storage: str, study_name: str, direction: str, settings: dict) -> None:
+    """A study continued by a re-run must measure the same thing: the first run stores its
+    settings in the study, a later one with other settings is refused in one line (its trials
+    would mix with the study's, and TPE would learn from both as one objective)."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(study_name=study_name, storage=storage, direction=direction,
+                                load_if_exists=True)
+    stored = study.user_attrs.get("plansuite_settings")
+    if stored is None:
+        study.set_user_attr("plansuite_settings", settings)
+        return
+    changes = settings_changes(stored, settings)
+    if changes:
+        print(f"error: hydra.sweeper.study_name={study_name} ({storage}) holds trials of other "
+              f"settings ({changes}); give another study_name, or delete the file",
+              file=sys.stderr, flush=True)
+        raise SystemExit(1)
