@@ -33,6 +33,16 @@ def ensure_offline_default() -> str:
     return os.environ["WANDB_MODE"]
 
 
+def without_anonymous(logger):
+    """Lightning's ``WandbLogger`` passes ``anonymous=None`` to ``wandb.init``, which W&B (0.19+)
+    answers on every run with "The anonymous setting has no effect": leave the key out (its
+    value, None, is W&B's default)."""
+    init = getattr(logger, "_wandb_init", None)
+    if isinstance(init, dict) and init.get("anonymous") is None:
+        init.pop("anonymous", None)
+    return logger
+
+
 def run_tags(**fields) -> list[str]:
     """Dashboard tags as ``key:value`` strings, skipping empty values.
 

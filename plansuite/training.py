@@ -618,6 +618,8 @@ def train(spec: TrainSpec) -> dict:
 
         compile_for_training(module.model)
     trainer, best_cb, throughput = make_trainer(spec, domain.name, manifest.get("dataset"))
+    if trainer.logger:  # the config's own keys (model.optim.lr), not nested under the modules' "config"
+        trainer.logger.log_hyperparams(spec.record())
 
     start = time.perf_counter()
     trainer.fit(module, datamodule=dm, ckpt_path=ckpt_path, weights_only=True)

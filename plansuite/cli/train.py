@@ -58,7 +58,7 @@ def logger_factory(logger_cfg: DictConfig | None):
     """``conf/logger/<name>``'s logger; W&B also gets the run's group, name and tags."""
     from hydra.utils import instantiate
 
-    from plansuite.tracking import ensure_offline_default
+    from plansuite.tracking import ensure_offline_default, without_anonymous
 
     if not logger_cfg:
         return None
@@ -69,7 +69,7 @@ def logger_factory(logger_cfg: DictConfig | None):
             ensure_offline_default()
             extra = {"group": logger_cfg.get("group") or group, "name": logger_cfg.get("name") or name,
                      "tags": [*tags, *(logger_cfg.get("tags") or [])]}
-        return instantiate(logger_cfg, **extra)
+        return without_anonymous(instantiate(logger_cfg, **extra))
 
     return make
 

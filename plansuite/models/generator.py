@@ -25,7 +25,7 @@ class GeneratorModule(L.LightningModule):
         super().__init__()
         self.model, self.tokenizer, self.domain = model, tokenizer, domain
         self.optim, self.max_new_tokens = optim, max_new_tokens
-        self.save_hyperparameters({"config": config or {}})  # checkpoints carry their config
+        self.save_hyperparameters({"config": config or {}}, logger=False)  # logged flat by training.train  # checkpoints carry their config
         self.tasks = TaskCache(domain)
         self.val_loss = MeanMetric()
         # rates over the greedily decoded val subset, logged as val/<name> (subclasses replace it)

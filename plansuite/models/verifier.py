@@ -35,7 +35,7 @@ class VerifierModule(L.LightningModule):
             raise ConfigError(f"model.calibrate_on '{calibrate_on}': no such validation set "
                               f"(have: {', '.join(val_sets)})")
         self.calibrate_on, self.calibrate_metric = calibrate_on, calibrate_metric
-        self.save_hyperparameters({"config": config or {}})
+        self.save_hyperparameters({"config": config or {}}, logger=False)  # logged flat by training.train
         self.register_buffer("threshold", torch.tensor(0.5))
         self.val_probs = torch.nn.ModuleDict({n: CatMetric() for n in val_sets})
         self.val_truth = torch.nn.ModuleDict({n: CatMetric() for n in val_sets})

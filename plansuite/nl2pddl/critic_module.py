@@ -23,7 +23,7 @@ class CriticModule(L.LightningModule):
                  labels: tuple[str, ...] = CRITIC_LABELS):
         super().__init__()
         self.model, self.optim, self.labels = model, optim, tuple(labels)
-        self.save_hyperparameters({"config": config or {}})
+        self.save_hyperparameters({"config": config or {}}, logger=False)  # logged flat by training.train
         self.val_pred, self.val_truth = CatMetric(), CatMetric()
         self.report: dict = {}
 
