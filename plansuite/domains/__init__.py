@@ -19,7 +19,7 @@ from plansuite.errors import ConfigError, PlansuiteError
 from plansuite.pddl.model import Atom, Domain
 
 BUILTIN_DIR = Path(__file__).parent
-BUILTIN = ("blocksworld", "gripper", "fuel-delivery", "timed-delivery")  # the last two: PDDL 2.1
+BUILTIN = ("blocksworld", "gripper", "logistics", "fuel-delivery", "timed-delivery")  # the last two: PDDL 2.1
 
 
 class StateSampler(Protocol):
