@@ -202,6 +202,9 @@ def _build_into(tmp: Path, spec: DatasetSpec, domain: Domain, domain_text: str,
     train_keys: set[bytes] = set()
     ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
     shortest_of = domain_text if spec.shortest_paths else None
+    if shortest_of:  # a domain pymimir refuses fails here, in one line (failing in the workers'
+        # initializer, the pool would respawn them forever)
+        ShortestPaths(domain, shortest_of)
     with ctx.Pool(max(1, workers), initializer=_init_worker,
                   initargs=(domain, sampler, shortest_of)) as pool:
         for split, n_states in (("train", spec.train_states), ("val", spec.val_states)):

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from plansuite.data.explorer import Walk
 from plansuite.data.load import SHORTEST_FILE, pair_key
-from plansuite.errors import ConfigError
+from plansuite.errors import ConfigError, PDDLError, clip
 from plansuite.pddl.model import Domain, Problem, parse_atom_text, problem_to_pddl
 from plansuite.pddl.simulator import GroundTask
 
@@ -71,8 +71,13 @@ class ShortestPaths:
             "w", suffix=".pddl", prefix="plansuite-domain-")
         self._file.write(domain_text)
         self._file.flush()
-        with _quiet_c_stdout():
-            self._domain = pymimir.Domain(self._file.name)
+        try:
+            with _quiet_c_stdout():
+                self._domain = pymimir.Domain(self._file.name)
+        except RuntimeError as exc:  # pymimir is stricter than the suite's checks
+            first = clip(str(exc).strip().splitlines()[0], 160)
+            raise PDDLError(domain.source, f"domain {domain.name}",
+                            f"dataset.shortest_paths=true: pymimir cannot read it: {first}") from exc
 
     def plan(self, task: GroundTask, start: int, goal: int) -> Walk | None:
         """A plan from ``start`` to exactly ``goal`` with the states it passes, replayed and

@@ -1,9 +1,10 @@
 ; Logistics (typed STRIPS, as in the IPC): trucks carry packages between the places of one city,
 ; airplanes carry them between the airports of different cities.
-; Equality keeps `drive-truck` and `fly-airplane` from being self-loops (as in gripper.pddl's
-; `move`): the same reachable states and plans, without no-op actions.
+; Inequality keeps `drive-truck` and `fly-airplane` from being self-loops (as in gripper.pddl's
+; `move`): the same reachable states and plans, without no-op actions. pymimir reads `(not (= ..))`
+; only under :negative-preconditions.
 (define (domain logistics)
-  (:requirements :strips :typing :equality)
+  (:requirements :strips :typing :equality :negative-preconditions)
   (:types truck airplane - vehicle
           package vehicle - physobj
           airport location - place
