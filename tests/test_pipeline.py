@@ -19,7 +19,8 @@ PRIMARY = {"plansuite.cli.data": "data", "plansuite.cli.train": "train", "plansu
            "plansuite.cli.nl2pddl": "nl2pddl"}
 
 
-@pytest.mark.parametrize("name", ["demo", "smoke", "reproduce", "paper_cpu", "paper_cpu_gripper", "nl2pddl_cpu"])
+@pytest.mark.parametrize("name", ["demo", "smoke", "reproduce", "paper_cpu", "paper_cpu_gripper",
+                                  "paper_cpu_logistics", "nl2pddl_cpu"])
 def test_every_stage_of_the_shipped_pipelines_composes(name):
     settings, stages = pipeline.load_pipeline(name, [])
     assert {"root", "seed"} <= set(settings)
@@ -152,19 +153,20 @@ def test_smoke_pipeline_end_to_end(tmp_path):
 
 
 @pytest.mark.slow
-def test_paper_cpu_pipeline_runs_on_gripper_at_toy_scale(tmp_path):
-    """`make paper-cpu DOMAIN=gripper`: every recipe, planner, the report and the ablation table."""
-    cmd = [sys.executable, "-m", "plansuite.pipeline", "paper_cpu_gripper", f"root={tmp_path}",
+@pytest.mark.parametrize("domain", ["gripper", "logistics"])
+def test_paper_cpu_pipeline_runs_on_another_domain_at_toy_scale(tmp_path, domain):
+    """`make paper-cpu DOMAIN=...`: every recipe, planner, the report and the ablation table."""
+    cmd = [sys.executable, "-m", "plansuite.pipeline", f"paper_cpu_{domain}", f"root={tmp_path}",
            "dataset=tiny", "limit=4", "k=2", "logger=none", "generator_transitions=200",
            "generator_epochs=1", "verifier_steps=5", "onpolicy_prompts=24", "onpolicy_epochs=1"]
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=1200)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    _, stages = pipeline.load_pipeline("paper_cpu_gripper", [f"root={tmp_path}"])
+    _, stages = pipeline.load_pipeline(f"paper_cpu_{domain}", [f"root={tmp_path}"])
     evals = [s.name for s in stages if s.module == "plansuite.cli.eval"]
     assert len(evals) == 11
     for name in evals:
         res = json.loads((tmp_path / name / "results.json").read_text())
-        assert res["n_instances"] == 4 and res["run"]["domain"] == "gripper"
+        assert res["n_instances"] == 4 and res["run"]["domain"] == domain
     assert (tmp_path / "report" / "report.html").is_file()
     assert "objects renamed at random per draw" in (tmp_path / "ablation.md").read_text()
 
