@@ -84,7 +84,7 @@ def run(cfg: DictConfig) -> dict | None:
     check_same_tokenizer(gen_name, ver_name)  # before loading anything heavy
     check_export_domain("generator", gen_name, domain.name)
     check_export_domain("verifier", ver_name, domain.name)
-    generator = load_generator(gen_name, device, synthetic)
+    generator = load_generator(gen_name, device, synthetic, domain_file=path)
     verifier = load_verifier(ver_name, device, cfg.get("verifier_threshold"))
 
     config = OmegaConf.to_container(cfg, resolve=True)

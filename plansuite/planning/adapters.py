@@ -1,7 +1,7 @@
 """From config values to generator/verifier objects: model exports or symbolic stand-ins.
 
-``generator`` is an export directory, ``random`` (the random baseline) or ``synthetic`` (a
-goal-directed fake with known error rates); ``verifier`` is an export directory, ``none``,
+``generator`` is an export directory, ``random`` (the random baseline), ``fast_downward`` (the
+classical planner's plan, step by step) or ``synthetic`` (a goal-directed fake with known error rates); ``verifier`` is an export directory, ``none``,
 ``oracle`` or ``oracle_action``. :mod:`plansuite.models.inference` (and so torch) is imported
 only when an export is given, so the planners run, and are tested, without any model.
 """
@@ -17,13 +17,14 @@ from pathlib import Path
 from plansuite.data.verifier_recipes import verifier_input
 from plansuite.errors import ConfigError, PlansuiteError
 from plansuite.planning.baselines import (
+    FastDownwardGenerator,
     OracleVerifier,
     RandomApplicableGenerator,
     SyntheticGenerator,
 )
 from plansuite.planning.protocols import Generator, GenRequest, Proposal, Verifier, VerifyRequest
 
-GENERATOR_CHOICES = ("random", "synthetic")
+GENERATOR_CHOICES = ("random", "synthetic", "fast_downward")
 VERIFIER_CHOICES = ("none", "oracle", "oracle_action")
 
 
@@ -68,11 +69,17 @@ class ModelVerifier:
         return [float(v) for v in self.scorer.score(texts)]
 
 
-def load_generator(spec: str, device: str = "cpu", synthetic: dict | None = None) -> Generator:
+def load_generator(spec: str, device: str = "cpu", synthetic: dict | None = None,
+                   domain_file: str | Path | None = None) -> Generator:
+    """``domain_file``: the PDDL file ``fast_downward`` plans with."""
     if spec == "random":
         return RandomApplicableGenerator()
     if spec == "synthetic":
         return SyntheticGenerator(**(synthetic or {}))
+    if spec == "fast_downward":
+        if domain_file is None:
+            raise ConfigError("generator=fast_downward: needs the domain file it plans with")
+        return FastDownwardGenerator(domain_file)
     path = _export_dir("generator", spec, GENERATOR_CHOICES)
     inference = _inference_module("generator", spec)
     return ModelGenerator(_load(inference.GeneratorPolicy, "generator", path, device))
