@@ -246,3 +246,48 @@ def test_a_partial_goal_is_reached_without_the_other_facts():
         assert len(result.plan) == length and gen.calls == length
         assert judge_plan(task, result.plan)[0].value == "success"
         assert task.check_plan([s.parsed.action for s in result.plan]).valid
+
+
+# ---- results.json and the report: GRR by object count and by goal size ----------------------
+def test_results_and_report_break_grr_down_by_objects_and_goal_size(tmp_path):
+    from plansuite.data.load import load_instances
+    from plansuite.planning.baselines import RandomApplicableGenerator
+    from plansuite.planning.evaluate import EvalSettings, evaluate
+    from plansuite.planning.metrics import wilson_interval
+    from plansuite.report.collect import load_rows
+    from plansuite.report.html import write_report
+
+    data = build(tmp_path, "data", test_sampler=BlocksworldStates(3, 7), test_instances=16,
+                 goal={"mode": "subset", "predicates": ["on"], "max_size": 3})
+    spec = PlannerSpec(name="random_restart", loop="sample", k=2, max_steps=12,
+                       propose_on_failure="none")
+    out = tmp_path / "eval" / "random"
+    results = evaluate(load_instances(data / "test", DOMAIN), DOMAIN, builtin_path("blocksworld"),
+                       RandomApplicableGenerator(), None, EvalSettings(spec, val=False), out,
+                       log=lambda _: None)
+    records = list(iter_jsonl(out / "instances.jsonl"))
+    made = {r["id"]: r for r in iter_jsonl(data / "test" / "instances.jsonl")}
+    for record in records:
+        assert record["objects"] == made[record["id"]]["objects"]
+        assert record["goal_size"] == len(made[record["id"]]["goal"])
+    for key, field in (("by_objects", "objects"), ("by_goal_size", "goal_size")):
+        by = results[key]
+        values = sorted({r[field] for r in records})
+        assert list(by) == [str(v) for v in values] and len(values) > 1
+        for value in values:
+            hits = [r["outcome"] == "success" for r in records if r[field] == value]
+            assert by[str(value)] == {"n": len(hits), "grr": round(sum(hits) / len(hits), 4),
+                                      "grr_ci": list(wilson_interval(sum(hits), len(hits)))}
+        assert sum(g["n"] for g in by.values()) == results["n_instances"] == 16
+    assert json.loads((out / "results.json").read_text())["by_goal_size"] == results["by_goal_size"]
+    write_report(load_rows([tmp_path / "eval"]), tmp_path / "report")
+    md = (tmp_path / "report" / "report.md").read_text()
+    for title, label, by in (("## GRR by object count", "objects", results["by_objects"]),
+                             ("## GRR by goal size", "atoms", results["by_goal_size"])):
+        section = md.split(title, 1)[1].split("\n## ", 1)[0]
+        header, _, row = ([c.strip() for c in ln.strip("|").split("|")]
+                          for ln in section.splitlines() if ln.startswith("|"))
+        assert header[3:] == [f"{label} {g}" for g in by] and row[0] == "random"
+        assert row[3:] == [f"{g['grr']:.3f} [{g['grr_ci'][0]:.3f}, {g['grr_ci'][1]:.3f}] "
+                           f"(n={g['n']})" for g in by.values()]
+    assert "GRR by object count" in (tmp_path / "report" / "report.html").read_text()
