@@ -180,6 +180,15 @@ def test_unknown_goal_predicate_is_refused_before_building(tmp_path):
     assert not (tmp_path / "bad").exists()
 
 
+def test_goals_that_no_walk_can_have_are_one_line(tmp_path):
+    with pytest.raises(ConfigError, match=r"dataset.goal.predicates=\[.on.\]: no training walk "
+                                          r"has a goal \(empty: 4, true at"):
+        build_dataset(DatasetSpec(**{**SPEC, "train_states": 4}, goal={"predicates": ["on"]}),
+                      DOMAIN, builtin_path("blocksworld").read_text(), BlocksworldStates(1, 1),
+                      tmp_path / "one", seed=0, workers=1, progress=lambda _: None)
+    assert not (tmp_path / "one").exists()
+
+
 def test_shortest_paths_plan_to_the_partial_goal(tmp_path):
     pytest.importorskip("pymimir")
     full = build(tmp_path, "full", shortest_paths=True)

@@ -244,6 +244,11 @@ def _build_into(tmp: Path, spec: DatasetSpec, domain: Domain, domain_text: str,
             stats = _write_split(pool, tmp / split, split, n_states, spec, seed,
                                  train_keys if split == "train" else None, progress)
             timings[split] = round(time.perf_counter() - start, 3)
+            if split == "train" and not stats["trajectories"] and not spec.goal.is_full:
+                raise ConfigError(f"dataset.goal.predicates={spec.goal.predicates}: no training "
+                                  f"walk has a goal (empty: {stats['goal_empty_walks']}, true at "
+                                  f"the start: {stats['goal_holds_at_start_walks']}); keep other "
+                                  "predicates")
             counts[split] = dict(sorted(stats.items()))
             n_neg = stats["random_negatives"]
             noise[split] = round(stats["random_negatives_applicable"] / n_neg, 6) if n_neg else 0.0
@@ -333,9 +338,10 @@ def _write_instances(folder: Path, split: str, n: int, spec: DatasetSpec, domain
         while True:
             attempts += 1
             if attempts > 100 * n + 1000:
-                raise ConfigError(f"dataset.{split}: found only {i} of {n} distinct instances whose "
-                                  "(init, goal) is not a training prompt; ask for fewer, or give "
-                                  "the domain more initial states")
+                goal = "" if spec.goal.is_full else ", with a dataset.goal that is false at init,"
+                raise ConfigError(f"dataset.{split}: found only {i} of {n} distinct instances{goal} "
+                                  "whose (init, goal) is not a training prompt; ask for fewer, or "
+                                  "give the domain more initial states")
             objects, init = sampler.sample(rng)
             task = tasks.get(objects, init)
             walk = random_walk(task, task.encode_atoms(init), rng, spec.test_max_walk_len)
