@@ -11,7 +11,7 @@ from scripted import ScriptedGenerator
 
 from plansuite.data.builder import DatasetSpec, build_dataset
 from plansuite.data.goals import GoalSpec, draw_goal
-from plansuite.data.load import SHORTEST_FILE
+from plansuite.data.load import SHORTEST_FILE, leaked_instances
 from plansuite.domains import builtin_path, load_builtin
 from plansuite.domains.blocksworld import BlocksworldStates
 from plansuite.errors import ConfigError
@@ -140,6 +140,7 @@ def test_subset_goals_are_non_empty_bounded_and_seeded(tmp_path):
     assert dropped < SPEC["train_states"] / 2
     rows = check_instances(sub / "test", subset)
     assert {len(r["goal"]) for r in rows} <= {2, 3}
+    assert leaked_instances(sub, "test") == leaked_instances(sub, "val_instances") == []
     again = build(tmp_path, "again", goal=goal)
     other = build(tmp_path, "other", seed=4, goal=goal)
     for name in ("train/trajectories.jsonl", "train/verifier.jsonl", "test/instances.jsonl"):
@@ -228,6 +229,24 @@ def test_test_states_give_larger_test_problems_only(tmp_path):
     assert {r["objects"] for r in iter_jsonl(out / "val_instances" / "instances.jsonl")} <= {3, 4, 5}
     assert {len(t["objects"]) for t in trajectories(out)} <= {3, 4, 5}
     check_instances(out / "test", lambda goal, end: set(goal) <= set(end))
+
+
+def test_cli_draws_test_instances_from_dataset_test_states(tmp_path):
+    from test_data_cli import assert_clean_failure, run_cli
+
+    small = ["dataset=tiny", "dataset.train_states=20", "dataset.val_states=2",
+             "dataset.test_instances=6", "dataset.val_instances=2", "dataset.goal.predicates=[on]"]
+    proc = run_cli(*small, "+dataset.test_states.min_blocks=9", "+dataset.test_states.max_blocks=10",
+                   f"out_dir={tmp_path / 'big'}", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    test = list(iter_jsonl(tmp_path / "big" / "test" / "instances.jsonl"))
+    assert {r["objects"] for r in test} <= {9, 10} and len(test) == 6
+    assert all(a.startswith("(on ") for r in test for a in r["goal"])
+    manifest = json.loads((tmp_path / "big" / "manifest.json").read_text())
+    assert manifest["config"]["dataset"]["test_states"] == {"min_blocks": 9, "max_blocks": 10}
+    bad = run_cli(*small, "+dataset.test_states.max_blockz=9", f"out_dir={tmp_path / 'bad'}",
+                  cwd=tmp_path)
+    assert_clean_failure(bad, tmp_path / "bad", "dataset.test_states", "max_blockz")
 
 
 # ---- planning stops at the goal as written ---------------------------------------------------
