@@ -17,9 +17,9 @@ Output directory (written to a temp dir, then renamed — never half-written)::
 ``(goal, states[i], actions[i], states[i+1])``. ``goal`` is the walk's end state, or the part of
 it ``dataset.goal`` keeps (:mod:`plansuite.data.goals`); a partial goal that holds before the end
 ends the trajectory there, and a walk whose start already holds it is dropped (both counted in
-the manifest: ``goal_cut_steps``, ``goal_holds_at_start_walks``).
-``verifier.jsonl``: ``{"traj": int, "step": int, "action": str, "kind": "positive"|"random"|"hard", "label": 0|1, "applicable": bool}``: ``label``
-is the paper's label (random negatives are labelled 0 even when applicable), ``applicable`` the
+the manifest: ``goal_cut_steps``, ``goal_holds_at_start_walks``). ``verifier.jsonl``:
+``{"traj": int, "step": int, "action": str, "kind": "positive"|"random"|"hard", "label": 0|1,
+"applicable": bool}``: ``label`` is the paper's label (random negatives are labelled 0 even when applicable), ``applicable`` the
 simulator's truth (the ``relabel`` recipe trains on it). Each transition has one positive, one
 random negative and at most one hard negative, made by
 :func:`plansuite.data.verifier_recipes.verifier_rows`.
@@ -135,7 +135,10 @@ def _walk_chunk(job: tuple[int, str, int, int, int, int, bool, GoalSpec]):
                 stats["empty_walks"] += 1
                 continue
             goal = draw_goal(task.decode(walk.states[-1]), goal_spec, goal_rng)
-            reached = first_reached(walk.states, task.encode(goal)) if goal else None
+            if goal_spec.is_full:  # the paper's: the whole walk, whose end state is the goal
+                reached = len(walk)
+            else:
+                reached = first_reached(walk.states, task.encode(goal)) if goal else None
             if not reached:  # a partial goal that is empty, or holds from the start
                 verifier_rows(task, walk, rng, Counter())  # the same draws as a kept walk
                 stats["goal_empty_walks" if not goal else "goal_holds_at_start_walks"] += 1
@@ -338,8 +341,8 @@ def _write_instances(folder: Path, split: str, n: int, spec: DatasetSpec, domain
         while True:
             attempts += 1
             if attempts > 100 * n + 1000:
-                goal = "" if spec.goal.is_full else ", with a dataset.goal that is false at init,"
-                raise ConfigError(f"dataset.{split}: found only {i} of {n} distinct instances{goal} "
+                why = "" if spec.goal.is_full else ", with a dataset.goal that is false at init,"
+                raise ConfigError(f"dataset.{split}: found only {i} of {n} distinct instances{why} "
                                   "whose (init, goal) is not a training prompt; ask for fewer, or "
                                   "give the domain more initial states")
             objects, init = sampler.sample(rng)
@@ -350,8 +353,9 @@ def _write_instances(folder: Path, split: str, n: int, spec: DatasetSpec, domain
             j = rng.randint(math.ceil(len(walk) / 2), len(walk))
             state = task.decode(walk.states[0])
             goal = draw_goal(task.decode(walk.states[j]), spec.goal, goal_rng)
-            if not goal or first_reached(walk.states[:1], task.encode(goal)) == 0:
-                continue
+            if not spec.goal.is_full and (not goal or
+                                          first_reached(walk.states[:1], task.encode(goal)) == 0):
+                continue  # a partial goal must be something to do
             key = pair_key(state, goal)
             if key in train_keys:
                 leaked += 1
