@@ -26,13 +26,16 @@ def run(cfg: DictConfig) -> dict:
     domain = load_domain(path)
     if cfg.domain.get("pddl_name") and domain.name != cfg.domain.pddl_name:
         raise ConfigError(f"{path}: domain is '{domain.name}', config expects '{cfg.domain.pddl_name}'")
-    sampler = state_sampler(OmegaConf.to_container(cfg.domain.states, resolve=True), domain)
+    states = OmegaConf.to_container(cfg.domain.states, resolve=True)
+    sampler = state_sampler(states, domain)
     spec = from_mapping(DatasetSpec, OmegaConf.to_container(cfg.dataset, resolve=True), "dataset")
+    test_sampler = None if spec.test_states is None else \
+        state_sampler({**states, **spec.test_states}, domain, "dataset.test_states")
     resolved = OmegaConf.to_container(cfg, resolve=True)
     resolved.pop("out_dir")  # where the dataset is, not what it is: same seed, same manifest
     manifest = build_dataset(spec, domain, read_text(path, "domain"), sampler, cfg.out_dir,
                              cfg.seed, workers=cfg.workers, config=resolved,
-                             overwrite=cfg.overwrite)
+                             overwrite=cfg.overwrite, test_sampler=test_sampler)
     counts = manifest["counts"]
     print(f"[data] wrote {cfg.out_dir}: {counts['train']['trajectories']} train trajectories, "
           f"{counts['train']['transitions']} transitions, {counts['test']['instances']} test "

@@ -44,7 +44,8 @@ from plansuite.report.tables import table_header, table_row
 from plansuite.tracking import ensure_offline_default, offline_notice, run_group, run_tags
 
 OPTIMIZABLE = ("grr", "btr")
-SUMMARY_KEYS = ("grr", "grr_ci", "btr", "btr_ci", "n_instances", "outcomes", "calls", "attempts")
+SUMMARY_KEYS = ("grr", "grr_ci", "btr", "btr_ci", "n_instances", "outcomes", "calls", "attempts",
+                "by_objects", "by_goal_size")
 
 
 def check_folder_domain(folder: Path, domain: Domain) -> None:
