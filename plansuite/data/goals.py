@@ -20,14 +20,15 @@ from dataclasses import dataclass
 
 from plansuite.errors import ConfigError
 
-GOAL_MODES = ("full", "subset")
+GOAL_MODES = ("full", "subset", "problems")
 
 
 @dataclass
 class GoalSpec:
     """``dataset.goal``: which facts of a walk's end state are the goal."""
 
-    mode: str = "full"  # full: every kept fact; subset: a random non-empty subset of them
+    mode: str = "full"  # full: every kept fact; subset: a random non-empty subset of them;
+    # problems: subsets like the goals of domain.problems' files (resolved by :meth:`like`)
     predicates: list[str] | None = None  # keep only facts of these predicates (None: all)
     min_size: int = 1  # subset: fewest facts drawn (fewer when fewer are kept)
     max_size: int | None = None  # subset: most facts drawn (None: all that are kept)
@@ -54,6 +55,20 @@ class GoalSpec:
     def is_full(self) -> bool:
         """The paper's goal: the complete end state (nothing drawn, nothing dropped)."""
         return self.mode == "full" and self.predicates is None
+
+    @classmethod
+    def like(cls, goals: Sequence[Sequence[str]]) -> GoalSpec:
+        """``subset`` goals like ``goals`` (atom texts of problems written elsewhere): of their
+        predicates, and as many facts as the smallest to the largest of them.
+
+        >>> GoalSpec.like([["(on a b)"], ["(on c d)", "(on d a)", "(on a e)"]])
+        GoalSpec(mode='subset', predicates=['on'], min_size=1, max_size=3)
+        """
+        sizes = [len(g) for g in goals if g]
+        if not sizes:
+            raise ConfigError("dataset.goal.mode=problems: the problems have no goal facts")
+        predicates = sorted({predicate_of(a) for g in goals for a in g})
+        return cls("subset", predicates, min(sizes), max(sizes))
 
     def check_domain(self, predicates: Sequence[str], domain_name: str) -> None:
         """One line for a ``predicates`` entry the domain does not declare."""
