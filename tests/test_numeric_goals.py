@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_planners21 import needs_enhsp
 
 from plansuite.cli import equiv
-from plansuite.errors import PDDLError, PlannerError
+from plansuite.errors import PDDLError
 from plansuite.nl2pddl.equivalence import compare
 from plansuite.pddl import planners, val
 from plansuite.pddl.expressions import canonical, expr_text, parse_expr
@@ -168,15 +169,7 @@ def test_a_numeric_goal_in_a_classical_domain_is_refused(tmp_path):
         parse_problem21(text, bw, "p.pddl")
 
 
-def _enhsp_missing() -> str | None:
-    try:
-        planners.enhsp_command()
-    except PlannerError as exc:
-        return str(exc)
-    return None
-
-
-@pytest.mark.skipif(_enhsp_missing() is not None, reason=f"ENHSP absent: {_enhsp_missing()}")
+@needs_enhsp
 def test_enhsp_plans_a_numeric_goal_and_val_validates_it(files, domain):
     problem = files / "mixed.pddl"
     problem.write_text(REFERENCE.replace("(:goal (and", "(:goal (and (done c1)"))
