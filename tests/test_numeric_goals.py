@@ -158,6 +158,13 @@ def test_a_bad_numeric_goal_is_one_located_line(domain, goal, message):
     assert len(str(err.value).splitlines()) == 1
 
 
+@pytest.mark.parametrize("goal", ["(not (= (value x) 1))", "(< (value x))", "(< (+) 1)"])
+def test_an_unreadable_generated_comparison_does_not_parse(domain, reference, goal):
+    text = RENAMED.replace("(:goal (>=", f"(:goal (and {goal} (>=").replace("(:metric", ")(:metric")
+    result = compare(reference, text, domain, "gen.pddl")
+    assert result.parse is False and result.reasons["parse"].startswith("gen.pddl:4: goal")
+
+
 def test_a_numeric_goal_in_a_classical_domain_is_refused(tmp_path):
     from plansuite.domains import load_builtin
 

@@ -36,7 +36,7 @@ from plansuite.pddl.reader import Node, line_of, lower_ascii, read_text, scan
 
 __all__ = ["expr_text", "load_problem21", "parse_problem21"]
 
-_SYNTAX = frozenset({"parse", "arity"})  # what makes a comparison unreadable, checked or not
+_SYNTAX = frozenset({"parse", "arity", "unsupported"})  # unreadable comparisons, checked or not
 
 
 def load_problem21(path: str | Path, domain: Domain, *, check: bool = True) -> Problem:
