@@ -11,6 +11,7 @@ literal goals, metric. The comparisons come back in canonical form
 reads exactly as ``parse_problem`` reads it, so this is the problem reader for every domain.
 
 >>> from plansuite.domains import BUILTIN_DIR
+>>> from plansuite.pddl.expressions import expr_text
 >>> from plansuite.pddl.parse import load_domain
 >>> fuel = load_domain(BUILTIN_DIR / "fuel-delivery.pddl")
 >>> p = parse_problem21('''(define (problem p) (:domain fuel-delivery)
@@ -28,13 +29,11 @@ from pathlib import Path
 
 from plansuite.errors import PDDLError
 from plansuite.pddl.checks import raise_first
-from plansuite.pddl.expressions import NEGATED, Expr, canonical, expr_text, from_tree, is_comparison
+from plansuite.pddl.expressions import NEGATED, Expr, canonical, from_tree, is_comparison
 from plansuite.pddl.model import Domain, Problem
 from plansuite.pddl.parse import parse_problem
-from plansuite.pddl.pddl21 import _Reader, text_of
+from plansuite.pddl.pddl21 import Reader, text_of
 from plansuite.pddl.reader import Node, line_of, lower_ascii, read_text, scan
-
-__all__ = ["expr_text", "load_problem21", "parse_problem21"]
 
 _SYNTAX = frozenset({"parse", "arity", "unsupported"})  # unreadable comparisons, checked or not
 
@@ -66,7 +65,7 @@ def parse_problem21(text: str, domain: Domain, source: str = "<problem>", *,
             span = "(and)" + span[5:]
         blanked = blanked[:node.start] + span + blanked[node.end:]
     problem = parse_problem(blanked, domain, source, check=check)
-    reader = _Reader(domain, text, source, objects={**domain.constants, **problem.objects})
+    reader = Reader(domain, text, source, objects={**domain.constants, **problem.objects})
     goals = [_comparison(node, reader) for node in numeric]
     raise_first([d for d in reader.out if check or d.kind in _SYNTAX])
     return replace(problem, goal_numeric=frozenset(g for g in goals if g is not None))
@@ -85,7 +84,7 @@ def _goal(root: Node | None) -> Node | None:
     return None
 
 
-def _comparison(node: Node, reader: _Reader) -> Expr | None:
+def _comparison(node: Node, reader: Reader) -> Expr | None:
     """The canonical comparison of one goal conjunct; ``None`` after a diagnostic on ``reader``."""
     construct = f"goal {text_of(node)}"
     negated = node.head() == "not"

@@ -100,14 +100,15 @@ def typed_list(items: list, source: str, where: str) -> list[tuple[str, str]]:
     return out + [(name, ROOT_TYPE) for name in pending]
 
 
-class _Reader:
-    """Walks one domain's actions, collecting a diagnostic for every problem it sees."""
+class Reader:
+    """Walks one domain's actions (or, given a problem's objects, its goal comparisons), collecting
+    a diagnostic for every problem it sees."""
 
     def __init__(self, domain: Domain, text: str, source: str | None = None,
                  objects: dict[str, str] | None = None):
         self.domain, self.text, self.src = domain, text, source or domain.source
         self.objects = domain.constants if objects is None else objects  # names terms may use
-        # n-ary + and * (PDDL 3.1): read in problems' goals and metrics, which the suite
+        # n-ary + and * (PDDL 3.1): read in problems' goal comparisons, which the suite
         # compares; refused in domains, whose actions VAL and ENHSP must read (both refuse them)
         self.nary = objects is not None
         self.out: list[Diagnostic] = []
@@ -355,7 +356,7 @@ def read_domain21(text: str, source: str = "<domain>") -> tuple[Domain, list[Dia
                             "unknown or unsupported domain section", kind="unsupported")
     domain = Domain(name=define[1][1], actions=(), source=source,
                     functions=frozenset(fields["function_types"]), **fields)
-    reader = _Reader(domain, text)
+    reader = Reader(domain, text)
     reader.out += check_domain(domain, text)  # types, constants and :typing, as for STRIPS
     for req in sorted(domain.requirements - SUPPORTED):
         reader.add("unsupported", f"requirement {req}", "not supported (STRIPS, typing, negative "
