@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+from plansuite.pddl.expressions import Expr, canonical, expr_text, number_text, rename
+
 Atom = tuple[str, ...]
 
 ROOT_TYPE = "object"
@@ -134,6 +136,9 @@ class Problem:
     # Numeric fluents in :init, keyed by canonical term text, e.g. {"(total-cost)": 0.0}.
     fluents: dict[str, float] = field(default_factory=dict)
     metric: str | None = None  # canonical, e.g. "minimize (total-cost)"
+    # PDDL 2.1 goal comparisons in canonical form (:mod:`.expressions`), e.g.
+    # ("<=", ("+", ("value", "c0"), "1"), ("value", "c1")); read by :mod:`.numeric_goals`.
+    goal_numeric: frozenset[Expr] = frozenset()
 
 
 def rename_atoms(atoms: Iterable[Atom], mapping: dict[str, str]) -> frozenset[Atom]:
@@ -146,8 +151,8 @@ def rename_atoms(atoms: Iterable[Atom], mapping: dict[str, str]) -> frozenset[At
 
 
 def rename_problem(problem: Problem, mapping: dict[str, str]) -> Problem:
-    """``problem`` with its objects renamed by ``mapping``, a bijection of its objects (STRIPS:
-    fluents are not renamed).
+    """``problem`` with its objects renamed by ``mapping``, a bijection of its objects (fluent
+    values and the metric are not renamed; numeric goals are).
 
     >>> p = Problem("p", "d", {"a": "ball", "b": "ball"}, frozenset({("at", "a", "r")}), frozenset({("at", "b", "r")}))
     >>> q = rename_problem(p, {"a": "b", "b": "a"})
@@ -156,7 +161,8 @@ def rename_problem(problem: Problem, mapping: dict[str, str]) -> Problem:
     """
     return replace(problem, objects={mapping.get(o, o): t for o, t in problem.objects.items()},
                    init=rename_atoms(problem.init, mapping), goal_pos=rename_atoms(problem.goal_pos, mapping),
-                   goal_neg=rename_atoms(problem.goal_neg, mapping))
+                   goal_neg=rename_atoms(problem.goal_neg, mapping),
+                   goal_numeric=frozenset(canonical(rename(e, mapping)) for e in problem.goal_numeric))
 
 
 def problem_to_pddl(problem: Problem, domain: Domain | None = None) -> str:
@@ -174,6 +180,7 @@ def problem_to_pddl(problem: Problem, domain: Domain | None = None) -> str:
         objects = " ".join(sorted(problem.objects))
     goal = sorted(atom_text(a) for a in problem.goal_pos)
     goal += sorted(f"(not {atom_text(a)})" for a in problem.goal_neg)
+    goal += sorted(map(expr_text, problem.goal_numeric))
     lines = [
         f"(define (problem {problem.name})",
         f"  (:domain {problem.domain_name})",
@@ -189,15 +196,6 @@ def problem_to_pddl(problem: Problem, domain: Domain | None = None) -> str:
         ")",
     ]
     return "\n".join(lines) + "\n"
-
-
-def number_text(value: float) -> str:
-    """A PDDL number: integers without a decimal point, as people and IPC files write them.
-
-    >>> number_text(3.0), number_text(2.5), number_text(-1.0)
-    ('3', '2.5', '-1')
-    """
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
 def _sorted_texts(atoms: Iterable[Atom]) -> list[str]:
