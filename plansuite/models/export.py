@@ -7,7 +7,9 @@ An export loads with ``AutoModelForCausalLM`` / ``AutoModelForSequenceClassifica
      "domain": "blocksworld-4ops",
      "tokenizer": "atom" | "bpe", "threshold": 0.5 (verifier), "input_kind": "state_action" |
      "state_action_next" | "state_action_diff" (verifier), "max_new_tokens": 64 (generator), "metrics": {...},
-     "labels": ["match", ...] (critic), "config": {the resolved training config}}
+     "labels": ["match", ...] (critic), "config": {the resolved training config},
+     "object_names": {type: [names in natural order]} (generator, verifier: the dataset's objects,
+     which a planner renames each instance's objects into; :class:`plansuite.planning.adapters.ModelNames`)}
 
 ``problem_generator`` (NL→PDDL, description -> problem) and ``critic`` (description/problem
 mismatch classifier) are the :mod:`plansuite.nl2pddl` models; see :mod:`plansuite.nl2pddl.learned`.
