@@ -256,6 +256,14 @@ def test_too_many_objects_is_refused_before_planning(folder):
         check_instance_names([ModelGenerator(policy), None], load_instances(folder, domain), domain)
 
 
+def test_malformed_object_names_are_one_line(folder):
+    domain = load_domain(folder / "domain.pddl")
+    policy = ShortestPathPolicy(domain, [])
+    policy.meta = {"object_names": ["b1", "b2"]}
+    with pytest.raises(ConfigError, match=r"object_names in the export's plansuite.json: expected"):
+        check_instance_names([ModelGenerator(policy)], load_instances(folder, domain), domain)
+
+
 def test_an_export_without_object_names_uses_its_atom_vocabulary(folder):
     domain = load_domain(folder / "domain.pddl")
 

@@ -50,7 +50,11 @@ class ModelNames:
     def names(self, domain: Domain) -> dict[str, list[str]] | None:
         meta = getattr(self.model, "meta", None) or {}
         if self.known is None and "object_names" in meta:
-            self.known = {str(t): [str(n) for n in names] for t, names in meta["object_names"].items()}
+            names = meta["object_names"]
+            if not (isinstance(names, dict) and all(isinstance(v, list) for v in names.values())):
+                raise ConfigError("object_names in the export's plansuite.json: expected "
+                                  "{type: [names]}, found " + type(names).__name__)
+            self.known = {str(t): [str(n) for n in v] for t, v in names.items()}
         elif self.known is None and meta.get("tokenizer") == "atom":
             self.known = vocabulary_names(list(self.model.tokenizer.get_vocab()), domain)
         return self.known
