@@ -94,17 +94,11 @@ def run(cfg: DictConfig) -> dict | None:
     device = resolve_device(cfg.device, int(cfg.shard.rank)) if uses_export else "cpu"
     synthetic = OmegaConf.to_container(cfg.synthetic) if gen_name == "synthetic" else None
     check_same_tokenizer(gen_name, ver_name)  # before loading anything heavy
-<<<<<<< HEAD
-    check_export_domain("generator", gen_name, domain.name)
-    check_export_domain("verifier", ver_name, domain.name)
-    generator = load_generator(gen_name, device, synthetic, domain_file=path)
-=======
     for role, name, choices in (("generator", gen_name, GENERATOR_CHOICES),
                                 ("verifier", ver_name, VERIFIER_CHOICES)):
         if name not in choices and Path(name).is_dir():  # (a missing one: loading says so)
             check_export_domain(name, role, domain, role)
-    generator = load_generator(gen_name, device, synthetic)
->>>>>>> names
+    generator = load_generator(gen_name, device, synthetic, domain_file=path)
     verifier = load_verifier(ver_name, device, cfg.get("verifier_threshold"))
     check_instance_names((generator, verifier), instances, domain)
 

@@ -230,7 +230,7 @@ def structure_difference(a: Domain, b: Domain, labels: tuple[str, str] = ("first
         if x == y:
             continue
 
-        def entry(name: str, value) -> str:
+        def entry(name: str, value, part: str = part) -> str:
             return f"{name}/{len(value)}" if part == "predicates" else name
 
         only = [", ".join(entry(n, v) for n, v in one.items() if n not in other)

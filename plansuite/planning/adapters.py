@@ -15,7 +15,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from plansuite.data.augment import boundary_mapping, rename_atoms, rename_codec_text, vocabulary_names
+from plansuite.data.augment import (
+    boundary_mapping,
+    rename_atoms,
+    rename_codec_text,
+    vocabulary_names,
+)
 from plansuite.data.verifier_recipes import verifier_input
 from plansuite.errors import ConfigError, PlansuiteError
 from plansuite.pddl.model import Domain, Problem
