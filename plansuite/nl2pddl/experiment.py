@@ -37,7 +37,8 @@ ATTEMPTS, SCORES, METRICS_JSON, METRICS_MD = "attempts.jsonl", "scores.jsonl", "
 RUN_JSON = "run.json"
 # Settings that do not decide an item's attempts: how many items (a resume may extend a run),
 # where the run lives, what the other tasks read, and how patiently or where a model is asked.
-RESUME_FREE = ("limit", "out_dir", "overwrite", "task", "runs", "rounds", "dataset", "backend.timeout_s",
+# task=generate: the descriptions file may grow (ids already done are skipped).
+RESUME_FREE = ("limit", "out_dir", "overwrite", "task", "runs", "rounds", "dataset", "descriptions", "backend.timeout_s",
                "backend.retries", "backend.api_key_env", "backend.device", "critic.device", "critic.batch_size")
 
 
@@ -51,17 +52,18 @@ def finished_records(log: Path) -> list[dict]:
 
 
 def start_run(out_dir: str | Path, settings: dict, overwrite: bool = False,
-              progress: Callable[[str], None] = print) -> None:
-    """Record ``settings`` in ``out_dir/run.json`` before any attempt. Attempts already there made
-    under other settings refuse the resume (one line naming the changed keys); ``overwrite``
-    moves the earlier run's files to ``out_dir/old-<time>/`` and starts afresh (no work deleted)."""
+              progress: Callable[[str], None] = print, log_name: str = ATTEMPTS) -> None:
+    """Record ``settings`` in ``out_dir/run.json`` before any attempt. Attempts already there (in
+    ``log_name``) made under other settings refuse the resume (one line naming the changed keys);
+    ``overwrite`` moves the earlier run's files to ``out_dir/old-<time>/`` and starts afresh (no
+    work deleted)."""
     out_dir = Path(out_dir)
-    log, record = out_dir / ATTEMPTS, out_dir / RUN_JSON
+    log, record = out_dir / log_name, out_dir / RUN_JSON
     if log.is_file() and log.stat().st_size:
         if overwrite:
             aside = out_dir / f"old-{time.strftime('%Y%m%d-%H%M%S')}"
             aside.mkdir()
-            for name in (ATTEMPTS, SCORES, METRICS_JSON, METRICS_MD, RUN_JSON):
+            for name in (log_name, SCORES, METRICS_JSON, METRICS_MD, RUN_JSON):
                 if (out_dir / name).is_file():
                     (out_dir / name).replace(aside / name)
             progress(f"[nl2pddl] overwrite=true: the earlier run moved to {aside}")
