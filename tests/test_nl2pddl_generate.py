@@ -19,7 +19,6 @@ from hydra import compose, initialize_config_dir
 
 from plansuite.cli import CONF_DIR
 from plansuite.cli.nl2pddl import run as nl2pddl_run
-from plansuite.cli.train import run as train_run
 from plansuite.errors import ConfigError
 from plansuite.nl2pddl.chat_server import ChatService, make_server
 from plansuite.nl2pddl.generate import GENERATE_LOG, read_descriptions
@@ -27,8 +26,6 @@ from plansuite.nl2pddl.problem_checks import FLAGS
 from plansuite.nl2pddl.repair import STOP_RULES
 
 KITCHEN = Path(__file__).parent / "data" / "kitchen.pddl"
-TINY = ["model.backbone.n_layer=1", "model.backbone.n_embd=32", "model.backbone.n_head=2",
-        "model.vocab_size=400", "logger=none", "trainer.enable_progress_bar=false"]
 PLACES, FOODS, TOOLS = ["counter", "hob", "table", "sink"], ["carrot", "onion", "leek"], ["knife", "cleaver"]
 CARROT_SOUP = ("The cook stands at the counter with free hands. The hob is a stove. The carrot and the knife "
                "are on the counter. Cook the carrot and leave the knife on the counter.")
@@ -209,8 +206,8 @@ def test_a_critic_reply_without_a_verdict_is_recorded_not_raised(oracle, tmp_pat
 
 # ---- a generator trained on the new domain: the local backend and plansuite-serve ----------------
 @pytest.fixture(scope="module")
-def kitchen_export(tmp_path_factory):
-    """A tiny problem generator trained for 30 steps on 40 random kitchen pairs."""
+def kitchen_export(tmp_path_factory, train_problem_generator):
+    """A tiny problem generator trained for 40 steps of 8 on 40 random kitchen pairs (validated once)."""
     data = tmp_path_factory.mktemp("kitchen") / "data"
     (data / "pairs").mkdir(parents=True)
     shutil.copyfile(KITCHEN, data / "domain.pddl")
@@ -223,13 +220,9 @@ def kitchen_export(tmp_path_factory):
                 f.write(json.dumps({"id": f"{split}-{i}", "problem_id": f"{split}-{i}", "group": "g",
                                     "style": "explicit", "init_scene": "", "goal_scene": "",
                                     "description": description, "problem": problem}) + "\n")
-    out = data.parent / "pg"
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = compose("train", ["model=problem_generator", f"data_dir={data}", f"out_dir={out}", *TINY,
-                                "trainer.max_steps=30", "model.val_greedy=1", "model.max_new_tokens=160"])
-    train_run(cfg)
-    return out / "export"
+    return train_problem_generator(data, data.parent / "pg", 40, 160, "model.batch_size=8", "model.epochs=100",
+                                   "model.optim.lr=3e-3", "model.optim.warmup_steps=5",
+                                   "+trainer.check_val_every_n_epoch=100")
 
 
 @pytest.mark.slow
@@ -239,14 +232,19 @@ def test_local_backend_on_the_new_domain(kitchen_export, tmp_path):
         {"id": "soup", "description": CARROT_SOUP},
         {"id": "leek", "description": "The cook is at the sink with free hands. The table is a stove. "
                                       "The leek and the cleaver are on the sink. Cook the leek."}])
+    # the critic is the generator itself (its likelihood of the candidate), no critic model of the domain
     summary = generate(f"descriptions={descriptions}", f"out_dir={out}", f"backend.export={kitchen_export}",
-                       "max_attempts=2", "backend.samples=2", "check_rewrites=true")
+                       "critic=likelihood", "critic.threshold=0.5", "max_attempts=2", "backend.samples=2",
+                       "check_rewrites=true")
     assert summary["items"] == 2
     for r in assert_recorded(out, ["soup", "leek"]):
-        first = r["attempts"][0]
-        # the decoder is constrained by the domain file alone: every candidate parses and fits the domain
-        assert first["parsed"] is True and first["domain_consistent"] is True
-        assert first["solvable"] is not None or any(d["kind"].startswith("planner") for d in first["diagnostics"])
+        for a in r["attempts"]:
+            # the decoder is constrained by the domain file alone: every candidate parses and fits the domain
+            assert a["parsed"] is True and a["domain_consistent"] is True
+            assert a["solvable"] is not None or any(d["kind"].startswith("planner") for d in a["diagnostics"])
+            assert a["critic_accepted"] in (True, False)
+        if r["attempts"][0]["critic_accepted"] is False:  # a rejection is repaired, or the loop says why not
+            assert len(r["attempts"]) == 2 or r["stop"] in ("unchanged", "no-feedback")
 
 
 @pytest.mark.slow

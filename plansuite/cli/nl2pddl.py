@@ -70,7 +70,7 @@ def _pairs(cfg: DictConfig):
 def _critic_domain(cfg: DictConfig, domain_file: Path) -> None:
     """A critic that reads the domain (``critic=llm``) is given ``domain_file`` (before the
     settings are recorded)."""
-    if cfg.get("critic") and "domain_file" in cfg.critic.keys():
+    if cfg.get("critic") and "domain_file" in cfg.critic:  # null until set here
         cfg.critic.domain_file = str(domain_file)
 
 
@@ -116,7 +116,7 @@ def _default_export(cfg: DictConfig, builtin: str | None) -> None:
     """``backend=local`` without ``backend.export``: a built-in domain's ``make nl2pddl-cpu``
     generator (``generate_export``), else one line saying what to give."""
     backend = cfg.backend
-    if "export" not in backend.keys() or not OmegaConf.is_missing(backend, "export"):
+    if not OmegaConf.is_missing(backend, "export"):  # given (or a backend without one)
         return
     if builtin is None:
         raise ConfigError("backend.export: required for a domain file (a problem_generator export "
