@@ -1,9 +1,12 @@
 """A chat model as the critic (``critic=llm``): the same OpenAI-compatible endpoint that generates
 can judge, so a domain nobody trained a critic for still gets the critic check.
 
-Each question shows the domain, the description and the candidate problem, after a few solved
-questions (:data:`SHOTS`, in a small domain of their own: the answer's form, not the user's
-domain), and asks for one line ``match`` or ``mismatch: <objects|init|goal>`` then a reason.
+Each question shows the domain, the description and the candidate problem, and asks for one
+line ``match`` or ``mismatch: <objects|init|goal>`` then a reason; the system message shows a few
+solved questions first (:data:`SHOTS`, in a small domain of their own: the answer's form, not the
+user's domain). They sit in the system message, not in turns of their own, so that the one user
+turn is the real question: a server that reads the first user turn as its task (``plansuite-serve``
+reads it as a description to write a problem for) reads this one.
 :func:`parse_verdict` reads the answer; an answer without that line (prose, a PDDL problem from a
 server that only generates) is *no verdict*: ``CriticVerdict(accepted=None)``, which the checks
 record (``critic_accepted: null`` and a ``critic-no-verdict`` diagnostic) and which blocks nothing.
@@ -53,13 +56,15 @@ def question(domain_text: str, description: str, problem_text: str) -> str:
 
 
 def critic_messages(domain_text: str, description: str, problem_text: str) -> list[dict]:
-    """System prompt, the solved :data:`SHOTS`, then the question."""
-    messages = [{"role": "system", "content": SYSTEM_PROMPT}]
-    for shot_description, shot_problem, answer in SHOTS:
-        messages += [{"role": "user", "content": question(SHOT_DOMAIN, shot_description, shot_problem)},
-                     {"role": "assistant", "content": answer}]
-    messages.append({"role": "user", "content": question(domain_text, description, problem_text)})
-    return messages
+    """The system prompt with the solved :data:`SHOTS`, then the question.
+
+    >>> [m["role"] for m in critic_messages("(define (domain d))", "A.", "(define (problem p))")]
+    ['system', 'user']
+    """
+    shots = "\n\n".join(f"Example {i}.\n{question(SHOT_DOMAIN, d, p)}\nAnswer:\n{a}"
+                         for i, (d, p, a) in enumerate(SHOTS, start=1))
+    return [{"role": "system", "content": f"{SYSTEM_PROMPT}\n\n{shots}"},
+            {"role": "user", "content": question(domain_text, description, problem_text)}]
 
 
 def parse_verdict(reply: str) -> CriticVerdict:
