@@ -129,6 +129,25 @@ def test_cli_bad_file_and_missing_model_are_one_line_each(tmp_path):
     assert proc.returncode == 1 and "neither a built-in domain" in proc.stderr
 
 
+def test_a_built_in_domain_defaults_to_the_export_make_nl2pddl_cpu_trains(tmp_path, monkeypatch):
+    from plansuite.cli.nl2pddl import _default_export
+
+    monkeypatch.chdir(tmp_path)
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose("nl2pddl", ["task=generate", "pddl_domain=gripper"])
+    with pytest.raises(ConfigError, match="no generator for 'gripper' at outputs/nl2pddl-cpu/generator/gripper"):
+        _default_export(cfg, "gripper")
+    export = tmp_path / "outputs" / "nl2pddl-cpu" / "generator" / "gripper" / "export"
+    export.mkdir(parents=True)
+    (export / "domain.pddl").write_text("(define (domain gripper))")
+    _default_export(cfg, "gripper")
+    assert cfg.backend.export == "outputs/nl2pddl-cpu/generator/gripper/export"
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):  # a given export is kept
+        cfg = compose("nl2pddl", ["task=generate", "pddl_domain=gripper", "backend.export=mine"])
+    _default_export(cfg, "gripper")
+    assert cfg.backend.export == "mine"
+
+
 # ---- a served model that answers right: every check passes, and a killed run resumes -------------
 class Oracle:
     """Writes the carrot problem (in prose and a fence, as chat models do) and, asked as a critic,
