@@ -129,6 +129,20 @@ def test_cli_bad_file_and_missing_model_are_one_line_each(tmp_path):
     assert proc.returncode == 1 and "neither a built-in domain" in proc.stderr
 
 
+def test_a_bad_domain_file_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.pddl"
+    bad.write_text("(define (domain broken)\n  (:predicates (p ?x)\n")
+    descriptions = write_descriptions(tmp_path / "d.jsonl", [{"id": "a", "description": "x"}])
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose("nl2pddl", ["task=generate", f"pddl_domain={bad}", f"descriptions={descriptions}",
+                                  f"out_dir={tmp_path / 'out'}", "backend=openai", "backend.model=m"])
+    with pytest.raises(SystemExit):
+        nl2pddl_run(cfg)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {bad}: domain (line 2") and "syntax error" in err[0]
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_built_in_domain_defaults_to_the_export_make_nl2pddl_cpu_trains(tmp_path, monkeypatch):
     from plansuite.cli.nl2pddl import _default_export
 
