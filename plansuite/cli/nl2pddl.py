@@ -4,8 +4,9 @@
 repair loop over a split with the configured backend (``backend=local|openai``) and critic
 (``critic=learned``, or none) and then scores it offline; ``task=score`` re-scores an existing run
 directory; ``task=generate`` writes a problem for each row of a descriptions file, for any
-domain, with no reference (:mod:`plansuite.nl2pddl.generate`); ``task=critic`` measures a critic's accuracy on a split's critic examples (reference
-problems and their corruptions), overall and per kind; ``task=compare`` pairs two scored runs (or
+domain, with no reference (:mod:`plansuite.nl2pddl.generate`); ``task=critic`` measures a
+critic's accuracy on a split's critic examples (reference problems and their corruptions),
+overall and per kind; ``task=compare`` pairs two scored runs (or
 two rounds of one) item by item (:mod:`plansuite.nl2pddl.paired_runs`). See ``conf/nl2pddl.yaml``.
 """
 
@@ -25,7 +26,7 @@ from plansuite.data.load import check_limit
 from plansuite.domains import builtin_path, load_builtin
 from plansuite.errors import ConfigError, PlansuiteError
 from plansuite.nl2pddl.dataset import NL2PDDLSpec, build_nl2pddl, load_nl2pddl_manifest, load_pairs
-from plansuite.nl2pddl.experiment import METRICS_MD, run_repair, score_run, start_run
+from plansuite.nl2pddl.experiment import ATTEMPTS, METRICS_MD, run_repair, score_run, start_run
 from plansuite.nl2pddl.generate import GENERATE_LOG, read_descriptions, resolve_domain, run_generate
 from plansuite.nl2pddl.problem_checks import OperationalChecker
 from plansuite.nl2pddl.repair import check_max_attempts, check_rewrite_order
@@ -91,22 +92,28 @@ def _component(cfg: DictConfig, group: str):
         raise
 
 
-def _repair(cfg: DictConfig) -> dict:
-    pairs = _pairs(cfg)
+def _loop_parts(cfg: DictConfig, domain_file: Path, log_name: str = ATTEMPTS):
+    """The repair loop's checker and backend, after its settings are checked (a bad one never
+    waits for a model to load) and recorded in ``out_dir/run.json`` (a resume under other
+    settings refused)."""
     if not cfg.get("backend"):
         raise ConfigError("backend: required (backend=local or backend=openai)")
-    check_max_attempts(cfg.max_attempts)  # settings first: a bad one never waits for a model to load
+    check_max_attempts(cfg.max_attempts)
     check_rewrite_order(cfg.rewrite_order)
-    domain_file = Path(cfg.data_dir) / "domain.pddl"
     planners.check_search(load_domain(domain_file), cfg.planner.mode, cfg.planner.time_limit)
-    out_dir = Path(cfg.out_dir)
     _critic_domain(cfg, domain_file)
-    start_run(out_dir, OmegaConf.to_container(cfg, resolve=True), overwrite=bool(cfg.overwrite))
+    start_run(Path(cfg.out_dir), OmegaConf.to_container(cfg, resolve=True), overwrite=bool(cfg.overwrite),
+              log_name=log_name)
     critic = _component(cfg, "critic")
     checker = OperationalChecker(domain_file, critic=critic, mode=cfg.planner.mode,
                                  time_limit=cfg.planner.time_limit)
-    generator = _component(cfg, "backend")
-    run_repair(pairs, generator, checker, out_dir, cfg.max_attempts,
+    return checker, _component(cfg, "backend")
+
+
+def _repair(cfg: DictConfig) -> dict:
+    pairs = _pairs(cfg)
+    checker, generator = _loop_parts(cfg, Path(cfg.data_dir) / "domain.pddl")
+    run_repair(pairs, generator, checker, cfg.out_dir, cfg.max_attempts,
                check_rewrites=bool(cfg.check_rewrites),
                rewrite_order=str(cfg.rewrite_order))
     return _score(cfg, pairs)
@@ -115,8 +122,8 @@ def _repair(cfg: DictConfig) -> dict:
 def _default_export(cfg: DictConfig, builtin: str | None) -> None:
     """``backend=local`` without ``backend.export``: a built-in domain's ``make nl2pddl-cpu``
     generator (``generate_export``), else one line saying what to give."""
-    backend = cfg.backend
-    if not OmegaConf.is_missing(backend, "export"):  # given (or a backend without one)
+    backend = cfg.get("backend")
+    if not backend or not OmegaConf.is_missing(backend, "export"):  # given (or a backend without one)
         return
     if builtin is None:
         raise ConfigError("backend.export: required for a domain file (a problem_generator export "
@@ -131,20 +138,9 @@ def _default_export(cfg: DictConfig, builtin: str | None) -> None:
 def _generate(cfg: DictConfig) -> dict:
     rows = read_descriptions(cfg.descriptions)  # the file and the settings before any model loads
     domain_file, builtin = resolve_domain(cfg.pddl_domain)
-    if not cfg.get("backend"):
-        raise ConfigError("backend: required (backend=local or backend=openai)")
-    check_max_attempts(cfg.max_attempts)
-    check_rewrite_order(cfg.rewrite_order)
-    planners.check_search(load_domain(domain_file), cfg.planner.mode, cfg.planner.time_limit)
     _default_export(cfg, builtin)
-    _critic_domain(cfg, domain_file)
+    checker, generator = _loop_parts(cfg, domain_file, GENERATE_LOG)
     out_dir = Path(cfg.out_dir)
-    start_run(out_dir, OmegaConf.to_container(cfg, resolve=True), overwrite=bool(cfg.overwrite),
-              log_name=GENERATE_LOG)
-    critic = _component(cfg, "critic")
-    checker = OperationalChecker(domain_file, critic=critic, mode=cfg.planner.mode,
-                                 time_limit=cfg.planner.time_limit)
-    generator = _component(cfg, "backend")
     summary = run_generate(rows, generator, checker, out_dir, cfg.max_attempts,
                            check_rewrites=bool(cfg.check_rewrites), rewrite_order=str(cfg.rewrite_order))
     print(f"[generate] {out_dir}: {summary['items']} problem(s), {summary['success']} passed every check; "
