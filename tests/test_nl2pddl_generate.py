@@ -222,6 +222,39 @@ def test_openai_backend_and_llm_critic_pass_every_check_and_a_killed_run_resumes
     assert len(err) == 1 and "cannot resume" in err[0] and "max_attempts: 2 -> 3" in err[0]
 
 
+def test_benchmark_rows_feed_generate_and_score_it_against_their_references(oracle, tmp_path, capsys):
+    """Rows as public NL -> PDDL benchmarks publish them: natural_language, problem_pddl, flags."""
+    model, url = oracle
+    other = CARROT_PROBLEM.replace("(item-at knife counter))))", "(item-at knife hob))))")
+    bench = write_descriptions(tmp_path / "bench.jsonl", [
+        {"id": 0, "domain": "kitchen", "natural_language": CARROT_SOUP, "problem_pddl": CARROT_PROBLEM,
+         "init_is_abstract": 0, "goal_is_abstract": 0},
+        {"id": 1, "domain": "kitchen", "natural_language": "Make soup.", "problem_pddl": other,
+         "init_is_abstract": 1, "goal_is_abstract": 1}])
+    out = tmp_path / "gen"
+    generate(f"descriptions={bench}", f"out_dir={out}", "backend=openai", f"backend.base_url={url}",
+             "backend.model=oracle", "max_attempts=1")
+    assert [r["id"] for r in records(out)] == ["0", "1"] and model.problems == 2
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose("nl2pddl", ["task=score", f"pddl_domain={KITCHEN}", f"references={bench}", f"out_dir={out}"])
+    metrics = nl2pddl_run(cfg)
+    (explicit,), (abstract,) = metrics["by_style"]["explicit"], metrics["by_style"]["abstract"]
+    assert explicit["success"] == 1.0 and explicit["semantic"] == 1.0  # the oracle's problem is row 0's
+    assert abstract["success"] == 1.0 and abstract["semantic"] == 0.0  # operational success, wrong goal
+    scores = [json.loads(line) for line in (out / "scores.jsonl").read_text().splitlines()]
+    assert [(s["item"], s["structural"]) for s in scores] == [("0", True), ("1", False)]
+
+    no_reference = write_descriptions(tmp_path / "plain.jsonl", [{"id": 0, "description": CARROT_SOUP}])
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose("nl2pddl", ["task=score", f"pddl_domain={KITCHEN}", f"references={no_reference}",
+                                  f"out_dir={out}"])
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        nl2pddl_run(cfg)
+    assert capsys.readouterr().err.strip() == (f"error: {no_reference}: row '0' has no reference problem "
+                                               '("problem" or "problem_pddl": PDDL text)')
+
+
 def test_a_critic_reply_without_a_verdict_is_recorded_not_raised(oracle, tmp_path):
     model, url = oracle
     model.generate = lambda description, domain_text, feedback: (

@@ -27,7 +27,13 @@ from plansuite.domains import builtin_path, load_builtin
 from plansuite.errors import ConfigError, PlansuiteError
 from plansuite.nl2pddl.dataset import NL2PDDLSpec, build_nl2pddl, load_nl2pddl_manifest, load_pairs
 from plansuite.nl2pddl.experiment import ATTEMPTS, METRICS_MD, run_repair, score_run, start_run
-from plansuite.nl2pddl.generate import GENERATE_LOG, read_descriptions, resolve_domain, run_generate
+from plansuite.nl2pddl.generate import (
+    GENERATE_LOG,
+    read_descriptions,
+    reference_pairs,
+    resolve_domain,
+    run_generate,
+)
 from plansuite.nl2pddl.problem_checks import OperationalChecker
 from plansuite.nl2pddl.repair import check_max_attempts, check_rewrite_order
 from plansuite.pddl import planners
@@ -149,9 +155,14 @@ def _generate(cfg: DictConfig) -> dict:
 
 
 def _score(cfg: DictConfig, pairs=None) -> dict:
-    pairs = pairs if pairs is not None else _pairs(cfg)
-    domain = load_domain(Path(cfg.data_dir) / "domain.pddl")
-    metrics = score_run(cfg.out_dir, pairs, domain)
+    """Score ``out_dir``'s run against a data folder's split, or against ``references`` (a
+    descriptions file with reference problems, e.g. a public benchmark's rows) and ``domain``."""
+    if pairs is None and cfg.references:
+        pairs, domain_file = reference_pairs(cfg.references), resolve_domain(cfg.pddl_domain)[0]
+    else:
+        pairs = pairs if pairs is not None else _pairs(cfg)
+        domain_file = Path(cfg.data_dir) / "domain.pddl"
+    metrics = score_run(cfg.out_dir, pairs, load_domain(domain_file))
     print((Path(cfg.out_dir) / METRICS_MD).read_text(), end="")
     return metrics
 

@@ -14,6 +14,11 @@ diagnostics back, until a stop rule), and the output folder gets::
 The line is appended (and synced) after the item's file is written, so a killed run resumes by
 skipping the ids already in ``generate.jsonl``; ``run.json`` keeps the settings, and a resume
 under other ones is refused (:func:`~plansuite.nl2pddl.experiment.start_run`).
+
+Rows may also be in the shape public NL → PDDL benchmarks publish them (:data:`ALIASES`: the
+description as ``natural_language``, the reference as ``problem_pddl``, ``init_is_abstract`` /
+``goal_is_abstract`` flags): such a file feeds ``task=generate`` as it is, and ``task=score
+references=FILE`` scores the run against its references (:func:`reference_pairs`).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from pathlib import Path
 from plansuite.domains import BUILTIN, builtin_path
 from plansuite.errors import ConfigError
 from plansuite.jsonl import append_lines, complete_lines, write_atomic
+from plansuite.nl2pddl.dataset import Pair
 from plansuite.nl2pddl.generators import ProblemGenerator
 from plansuite.nl2pddl.problem_checks import OperationalChecker
 from plansuite.nl2pddl.repair import RepairResult, check_rank, repair
@@ -35,12 +41,36 @@ from plansuite.progress import eta, format_eta
 
 GENERATE_LOG = "generate.jsonl"
 SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+# field -> the names it has in public benchmarks' rows (the suite's own name first)
+ALIASES = {"description": ("description", "natural_language"), "problem": ("problem", "problem_pddl")}
+ABSTRACT_FLAGS = ("init_is_abstract", "goal_is_abstract")
+
+
+def field(row: dict, name: str):
+    """``row``'s value for ``name`` under its first alias present (``None``: none is).
+
+    >>> field({"natural_language": "Two blocks."}, "description")
+    'Two blocks.'
+    """
+    return next((row[k] for k in ALIASES.get(name, (name,)) if k in row), None)
+
+
+def row_style(row: dict) -> str:
+    """``style``, else ``abstract`` when a benchmark flags the init or the goal abstract.
+
+    >>> row_style({"init_is_abstract": 0, "goal_is_abstract": 1}), row_style({"natural_language": "x"})
+    ('abstract', 'explicit')
+    """
+    if isinstance(row.get("style"), str) and row["style"]:
+        return row["style"]
+    return "abstract" if any(row.get(k) for k in ABSTRACT_FLAGS) else "explicit"
 
 
 @dataclass(frozen=True)
 class DescriptionRow:
     id: str
     description: str
+    row: dict  # the whole row (a benchmark's reference problem and flags, when it has them)
 
 
 def resolve_domain(value: str | None) -> tuple[Path, str | None]:
@@ -71,14 +101,14 @@ def row_problem(row: object, seen: dict[str, int]) -> str | None:
     >>> row_problem({"id": "K1", "description": "A pan."}, {"k1": 2})
     "id 'K1' repeats line 2's"
     >>> row_problem({"id": "k2", "description": " "}, {})
-    'missing "description" (a non-empty string)'
+    'missing "description" (or "natural_language": a non-empty string)'
     """
     if not isinstance(row, dict):
         return "not a JSON object"
     if not isinstance(row.get("id"), (str, int)) or isinstance(row.get("id"), bool) or row.get("id") == "":
         return 'missing "id" (a string or an integer)'
-    if not isinstance(row.get("description"), str) or not row["description"].strip():
-        return 'missing "description" (a non-empty string)'
+    if not isinstance(field(row, "description"), str) or not field(row, "description").strip():
+        return 'missing "description" (or "natural_language": a non-empty string)'
     ident = str(row["id"])
     if not SAFE_ID.fullmatch(ident):
         return (f"id {ident!r} cannot name a file (letters, digits, '.', '_', '-', starting with a "
@@ -113,13 +143,38 @@ def read_descriptions(path: str | Path | None) -> list[DescriptionRow]:
             bad.append(f"line {number}: {problem}")
             continue
         seen[str(row["id"]).lower()] = number
-        rows.append(DescriptionRow(str(row["id"]), row["description"]))
+        rows.append(DescriptionRow(str(row["id"]), field(row, "description"), row))
     if bad:
         more = f" (and {len(bad) - 1} more bad row(s))" if len(bad) > 1 else ""
         raise ConfigError(f"{path} {bad[0]}{more}")
     if not rows:
         raise ConfigError(f"{path}: no description rows")
     return rows
+
+
+def reference_pairs(path: str | Path | None) -> list[Pair]:
+    """A descriptions file whose rows carry reference problems, as pairs to score a run against
+    (``task=score references=FILE``); a row without one is refused in one line."""
+    rows = read_descriptions(path)
+    missing = [r.id for r in rows if not isinstance(field(r.row, "problem"), str)]
+    if missing:
+        raise ConfigError(f"{path}: row {missing[0]!r} has no reference problem (\"problem\" or "
+                          "\"problem_pddl\": PDDL text)" + (f", nor {len(missing) - 1} more" if len(missing) > 1 else ""))
+    return [Pair(r.id, str(r.row.get("problem_id", r.id)), str(r.row.get("group", "")), row_style(r.row),
+                 str(r.row.get("init_scene", "")), str(r.row.get("goal_scene", "")), r.description,
+                 field(r.row, "problem")) for r in rows]
+
+
+def attempt_records(log: Path) -> list[dict]:
+    """``generate.jsonl`` as the attempt rows of a ``task=repair`` log (``item``, the attempt's
+    fields, ``stop`` on the last), for :func:`~plansuite.nl2pddl.experiment.score_run`."""
+    out = []
+    for line in complete_lines(log):
+        record = json.loads(line)
+        for a in record["attempts"]:
+            last = a["attempt"] == len(record["attempts"])
+            out.append({"item": record["id"], **a, "stop": record["stop"] if last else None})
+    return out
 
 
 def kept_attempt(result: RepairResult) -> int:
