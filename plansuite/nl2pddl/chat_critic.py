@@ -45,8 +45,9 @@ SHOTS = (  # (description, problem, answer)
      "mismatch: goal\nThe description asks for l2 to be lit; the goal lights l1."),
 )
 _VERDICT = re.compile(r"^[\s*`>#-]*(?:verdict|answer)?\s*:?\s*[*`]*\s*(match|mismatch)\b[*`]*"
-                      r"(?:\s*[:(\-–—,]?\s*(objects?|init(?:ial state)?|goal)\b)?", re.IGNORECASE)
-KINDS = {"object": "object", "objects": "object", "init": "init", "initial state": "init", "goal": "goal"}
+                      r"(?:\s*[:(\-–—,]?\s*(objects?|init(?:ial state)?|goals?)\b)?", re.IGNORECASE)
+KINDS = {"object": "object", "objects": "object", "init": "init", "initial state": "init", "goal": "goal",
+         "goals": "goal"}
 
 
 def question(domain_text: str, description: str, problem_text: str) -> str:
@@ -77,8 +78,8 @@ def parse_verdict(reply: str) -> CriticVerdict:
     >>> v = parse_verdict("**Verdict:** Match — all facts agree")
     >>> v.accepted, v.kind, v.message
     (True, None, 'all facts agree')
-    >>> parse_verdict("Mismatch (initial state): b1 is not on b2.").kind
-    'init'
+    >>> parse_verdict("Mismatch (initial state): b1 is not on b2.").kind, parse_verdict("mismatch: goals").kind
+    ('init', 'goal')
     >>> parse_verdict("It does not match the description.").accepted is None  # no verdict line
     True
     >>> parse_verdict("(define (problem p) (:domain d))").message
