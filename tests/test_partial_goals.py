@@ -18,7 +18,7 @@ from plansuite.errors import ConfigError
 from plansuite.jsonl import iter_jsonl
 from plansuite.pddl.codec import format_completion
 from plansuite.pddl.model import Problem, atom_text, parse_atom_text
-from plansuite.pddl.parse import load_problem
+from plansuite.pddl.parse import load_domain, load_problem
 from plansuite.pddl.simulator import GroundTask, TaskCache
 from plansuite.planning.engine import plan_instance
 from plansuite.planning.episode import InstanceContext
@@ -248,6 +248,33 @@ def test_cli_draws_test_instances_from_dataset_test_states(tmp_path):
                   cwd=tmp_path)
     assert_clean_failure(bad, tmp_path / "bad", "dataset.test_states", "max_blockz")
 
+
+
+def test_cli_goals_like_the_problems_of_a_folder_written_elsewhere(tmp_path):
+    """``dataset.goal.mode=problems`` (what ``make demo DOMAIN_FILE=...`` uses): goals of the
+    predicates and sizes that domain.problems' own goals have, on that folder's domain."""
+    from test_data_cli import assert_clean_failure, run_cli
+
+    from experiments.elsewhere.write_blocksworld import main as write_blocksworld
+
+    write_blocksworld([str(tmp_path / "bw"), "--problems", "20", "--test", "2"])
+    small = ["dataset=tiny", "dataset.train_states=20", "dataset.val_states=2",
+             "dataset.test_instances=6", "dataset.val_instances=2", "dataset.goal.mode=problems"]
+    folder = [f"domain.file={tmp_path / 'bw' / 'domain.pddl'}",
+              f"domain.problems={tmp_path / 'bw' / 'problems'}"]
+    proc = run_cli("domain=custom", *folder, *small, f"out_dir={tmp_path / 'd'}", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    bw = load_domain(tmp_path / "bw" / "domain.pddl")
+    sizes = [len(load_problem(p, bw).goal_pos)
+             for p in sorted((tmp_path / "bw" / "problems").glob("train*.pddl"))]
+    goals = [r["goal"] for r in iter_jsonl(tmp_path / "d" / "test" / "instances.jsonl")]
+    assert all(a.startswith("(on ") for g in goals for a in g)
+    assert all(min(sizes) <= len(g) <= max(sizes) for g in goals)
+    manifest = json.loads((tmp_path / "d" / "manifest.json").read_text())
+    assert manifest["config"]["dataset"]["goal"] == {"mode": "subset", "predicates": ["on"],
+                                                     "min_size": min(sizes), "max_size": max(sizes)}
+    bad = run_cli(*small, f"out_dir={tmp_path / 'bad'}", cwd=tmp_path)  # built-in: no folder
+    assert_clean_failure(bad, tmp_path / "bad", "dataset.goal.mode=problems", "domain=custom")
 
 # ---- planning stops at the goal as written ---------------------------------------------------
 def test_a_partial_goal_is_reached_without_the_other_facts():
