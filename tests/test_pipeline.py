@@ -13,6 +13,7 @@ from hydra import compose, initialize_config_dir
 
 from plansuite import pipeline
 from plansuite.cli import CONF_DIR
+from plansuite.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
 PRIMARY = {"plansuite.cli.data": "data", "plansuite.cli.train": "train", "plansuite.cli.eval": "eval",
@@ -38,9 +39,27 @@ def test_demo_runs_every_planner_on_the_same_instances():
     evals = {s.name: s.args for s in stages if s.module == "plansuite.cli.eval"}
     assert set(evals) == {f"eval/{n}" for n in (
         "generator", "generator_verifier-base", "generator_verifier-generator",
-        "generator_verifier-onpolicy", "refine_resume-onpolicy", "oracle", "random_restart")}
+        "generator_verifier-onpolicy", "refine_resume-onpolicy", "oracle", "random_restart",
+        "fast_downward")}
     for args in evals.values():
         assert {"instances=R/data/test", "planner.k=7", "seed=0"} <= set(args)
+
+
+def test_demo_custom_runs_the_same_stages_on_your_domain():
+    """``make demo DOMAIN_FILE=... PROBLEMS=... TEST=...``: the demo's stages, with the walks
+    seeded by PROBLEMS and every planner evaluated on TEST under the given domain file."""
+    _, demo = pipeline.load_pipeline("demo", ["root=R"])
+    _, custom = pipeline.load_pipeline("demo_custom", ["root=R", "domain_file=/d/domain.pddl",
+                                                       "problems=/d/problems", "test=/d/test"])
+    assert [s.name for s in custom] == [s.name for s in demo]
+    domain = ["domain=custom", "domain.file=/d/domain.pddl", "domain.problems=/d/problems"]
+    for stage in custom:
+        if stage.module in ("plansuite.cli.eval", "plansuite.cli.data"):
+            assert set(domain) <= set(stage.args), stage.name
+        if stage.module == "plansuite.cli.eval":
+            assert {"instances=/d/test", "limit=null"} <= set(stage.args), stage.name
+    with pytest.raises(ConfigError, match="demo_custom.yaml: .*Missing mandatory value"):
+        pipeline.load_pipeline("demo_custom", ["root=R"])
 
 
 def _toy(tmp_path: Path, seed: int = 0) -> tuple[dict, list[pipeline.Stage]]:
