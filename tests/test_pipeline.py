@@ -21,7 +21,7 @@ PRIMARY = {"plansuite.cli.data": "data", "plansuite.cli.train": "train", "plansu
 
 
 @pytest.mark.parametrize("name", ["demo", "smoke", "reproduce", "paper_cpu", "paper_cpu_gripper",
-                                  "paper_cpu_logistics", "nl2pddl_cpu"])
+                                  "paper_cpu_logistics", "demo_logistics", "nl2pddl_cpu"])
 def test_every_stage_of_the_shipped_pipelines_composes(name):
     settings, stages = pipeline.load_pipeline(name, [])
     assert {"root", "seed"} <= set(settings)
