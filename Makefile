@@ -25,8 +25,20 @@ GEN ?= $(DEMO_DIR)/generator/export
 EXP ?= paper_fig2_k
 ARGS ?=
 
-# make paper-cpu DOMAIN=gripper: the same pipeline on Gripper (conf/pipeline/paper_cpu_gripper.yaml)
+# Your own STRIPS domain (make demo / make paper-cpu): DOMAIN_FILE=path/domain.pddl, PROBLEMS=folder of
+# problems whose initial states seed the random walks (goals ignored), TEST=folder of problems planned
+# with their own goals; results under CUSTOM_DIR (default outputs/demo-custom, outputs/paper-cpu-custom).
+DOMAIN_FILE ?=
+PROBLEMS ?=
+TEST ?=
+CUSTOM_DIR ?=
+CUSTOM_ARGS = domain_file=$(abspath $(DOMAIN_FILE)) problems=$(abspath $(PROBLEMS)) test=$(abspath $(TEST))
+require_custom = $(if $(DOMAIN_FILE),@test -f "$(DOMAIN_FILE)" -a -d "$(PROBLEMS)" -a -d "$(TEST)" || { echo "error: DOMAIN_FILE=$(DOMAIN_FILE) PROBLEMS=$(PROBLEMS) TEST=$(TEST): give a domain file and two folders of problems" >&2; exit 2; })
+
+# make paper-cpu DOMAIN=gripper|logistics: the same pipeline on that built-in domain (conf/pipeline/paper_cpu_<domain>.yaml);
+# make demo DOMAIN=logistics: the demo on Logistics (conf/pipeline/demo_logistics.yaml)
 DOMAIN ?= blocksworld
+DEMO := $(if $(filter blocksworld,$(DOMAIN)),demo,demo_$(DOMAIN))
 PAPER_CPU := $(if $(filter blocksworld,$(DOMAIN)),paper_cpu,paper_cpu_$(DOMAIN))
 PAPER_CPU_DIR ?= outputs/$(subst _,-,$(PAPER_CPU))
 
@@ -56,16 +68,23 @@ lint: install ## ruff
 data: install ## build a dataset: make data PRESET=tiny OUT=outputs/data
 	$(BIN)/plansuite-data dataset=$(or $(PRESET),tiny) out_dir=$(or $(OUT),outputs/data/$(or $(PRESET),tiny)) seed=$(SEED)
 
-demo: install ## the CPU quickstart end to end (<= 10 min on 2 cores): data, generator, verifiers, every planner, report
-	$(PY) -m plansuite.pipeline demo root=$(DEMO_DIR) seed=$(SEED) $(ARGS)
+demo: install ## the CPU quickstart end to end (<= 10 min on 2 cores): data, generator, verifiers, every planner, report (DOMAIN=logistics; your domain: DOMAIN_FILE=f PROBLEMS=dir TEST=dir)
+	$(call require_custom)
+	@test -f conf/pipeline/$(DEMO).yaml || { echo "error: DOMAIN=$(DOMAIN): no conf/pipeline/$(DEMO).yaml (blocksworld or logistics)" >&2; exit 2; }
+	$(PY) -m plansuite.pipeline $(if $(DOMAIN_FILE),demo_custom $(CUSTOM_ARGS) root=$(or $(CUSTOM_DIR),outputs/demo-custom),$(DEMO) $(if $(filter blocksworld,$(DOMAIN)),root=$(DEMO_DIR))) seed=$(SEED) $(ARGS)
 
 smoke: install ## the demo pipeline at toy scale (~2 min): checks the wiring
 	$(PY) -m plansuite.pipeline smoke root=$(SMOKE_DIR) seed=$(SEED) $(ARGS)
 
-paper-cpu: install ## the paper's benchmark on this CPU (<= 2 h on 2 cores): paper data, every recipe and planner on its 200 instances (DOMAIN=gripper: on Gripper)
-	@test -f conf/pipeline/$(PAPER_CPU).yaml || { echo "error: DOMAIN=$(DOMAIN): no conf/pipeline/$(PAPER_CPU).yaml (blocksworld or gripper)" >&2; exit 2; }
+paper-cpu: install ## the paper's benchmark on this CPU (<= 2 h on 2 cores): paper data, every recipe and planner on its 200 instances (DOMAIN=gripper: on Gripper; DOMAIN_FILE=f PROBLEMS=dir TEST=dir: yours)
+ifdef DOMAIN_FILE
+	$(call require_custom)
+	$(PY) -m plansuite.pipeline paper_cpu_custom $(CUSTOM_ARGS) root=$(or $(CUSTOM_DIR),outputs/paper-cpu-custom) seed=$(SEED) $(ARGS)
+else
+	@test -f conf/pipeline/$(PAPER_CPU).yaml || { echo "error: DOMAIN=$(DOMAIN): no conf/pipeline/$(PAPER_CPU).yaml (blocksworld, gripper or logistics)" >&2; exit 2; }
 	@test -n "$(PAPER_TEST)" -o "$(DOMAIN)" != blocksworld || echo "warning: ../shared/benchmarks/paper-blocksworld-test not found: evaluating on the dataset's own test split" >&2
 	$(PY) -m plansuite.pipeline $(PAPER_CPU) root=$(PAPER_CPU_DIR) seed=$(SEED) $(if $(and $(PAPER_TEST),$(filter blocksworld,$(DOMAIN))),instances=$(abspath $(PAPER_TEST))) $(ARGS)
+endif
 
 nl2pddl-cpu: install ## NL -> PDDL on this CPU (~1.6 h on 2 cores): data, problem generators (and weaker ones), likelihood critic, repair runs and paired tables, Blocksworld and Gripper
 	$(PY) -m plansuite.pipeline nl2pddl_cpu root=$(NL2PDDL_DIR) seed=$(SEED) $(ARGS)

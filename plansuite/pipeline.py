@@ -102,12 +102,13 @@ def load_pipeline(name_or_path: str, overrides: list[str]) -> tuple[dict, list[S
 
 
 def _flat(args: list) -> list[str]:
-    """Arguments with shared lists spliced in (``args: [${eval_common}, planner=generator]``).
+    """Arguments with shared lists spliced in, at any depth (``args: [${eval_common},
+    planner=generator]``, where ``eval_common`` may itself hold a list such as ``${eval_domain}``).
 
-    >>> _flat([["a=1", "b=2"], "c=3", 4])
+    >>> _flat([["a=1", ["b=2", []]], "c=3", 4])
     ['a=1', 'b=2', 'c=3', '4']
     """
-    return [str(y) for x in args for y in (x if isinstance(x, list) else [x])]
+    return [y for x in args for y in (_flat(x) if isinstance(x, list) else [str(x)])]
 
 
 def command(stage: Stage, root: Path) -> list[str]:

@@ -35,6 +35,7 @@ from plansuite.data.verifier_recipes import OnPolicyConfig
 from plansuite.errors import ConfigError, PlansuiteError
 from plansuite.jsonl import write_atomic
 from plansuite.models.backbone import BackboneConfig, context_length
+from plansuite.models.export import check_export_domain
 from plansuite.models.optim import OptimConfig
 from plansuite.pddl.model import Domain
 from plansuite.settings import from_mapping, settings_changes
@@ -403,18 +404,6 @@ def check_init(init: str) -> None:
         raise ConfigError(f"model.init '{init}': unknown (choose from {', '.join(INITS)})")
 
 
-def check_export_domain(export_dir: str, kind: str, domain: Domain) -> dict:
-    """The export's metadata; one line if it was trained for another domain."""
-    from plansuite.models.export import read_meta
-
-    meta = read_meta(export_dir, kind)
-    if meta.get("domain") != domain.name:
-        what = kind.replace("_", " ")
-        raise ConfigError(f"{export_dir}: {what} for domain '{meta.get('domain')}', dataset is "
-                          f"'{domain.name}'")
-    return meta
-
-
 def start_from_export(export_dir: str, head: str, labels: dict[int, str] | None = None):
     """(tokenizer, model) with an export's weights and tokenizer (a new head for ``classifier``)."""
     from plansuite.models.backbone import pretrained_model
@@ -432,7 +421,8 @@ def build_generator(spec: TrainSpec, domain: Domain) -> Built:
     m: GeneratorConfig = spec.model
     base_max_new = None
     if m.finetune.init_from:  # finetuning: the export's weights and tokenizer
-        base_max_new = check_export_domain(m.finetune.init_from, "generator", domain).get("max_new_tokens")
+        base_max_new = check_export_domain(m.finetune.init_from, "generator", domain,
+                                           "model.finetune.init_from").get("max_new_tokens")
         tokenizer, model = start_from_export(m.finetune.init_from, "causal")
     else:
         tokenizer = make_tokenizer(m.backbone, domain, spec.data_dir)
@@ -458,7 +448,7 @@ def build_verifier(spec: TrainSpec, domain: Domain) -> Built:
     if m.input_kind not in INPUT_KINDS:
         raise ConfigError(f"model.input_kind '{m.input_kind}': unknown (choose from {', '.join(INPUT_KINDS)})")
     if m.generator_dir:
-        check_export_domain(m.generator_dir, "generator", domain)
+        check_export_domain(m.generator_dir, "generator", domain, "model.generator_dir")
     if m.init == "generator":
         if not m.generator_dir:
             raise ConfigError("model.init=generator: set model.generator_dir to a generator export")
@@ -514,7 +504,7 @@ def build_critic(spec: TrainSpec, domain: Domain) -> Built:
     if m.init == "generator":
         if not m.generator_dir:
             raise ConfigError("model.init=generator: set model.generator_dir to a problem_generator export")
-        check_export_domain(m.generator_dir, "problem_generator", domain)
+        check_export_domain(m.generator_dir, "problem_generator", domain, "model.generator_dir")
         tokenizer, model = start_from_export(m.generator_dir, "classifier", labels)
     else:
         tokenizer = make_text_tokenizer(m.backbone, m.vocab_size, spec.data_dir, m.kind, domain)
@@ -646,6 +636,11 @@ def train(spec: TrainSpec) -> dict:
                                                     for k, v in r.items()}}
     meta.update(domain=domain.name, tokenizer=tokenizer_kind(tokenizer), metrics=flat,
                 config=spec.record(), best_checkpoint=best)
+    if kind in ("generator", "verifier"):  # the names a planner renames each instance's objects to
+        from plansuite.data.augment import model_names
+        from plansuite.models.datamodules import dataset_objects
+
+        meta["object_names"] = model_names(dataset_objects(data_dir, domain))
     export = save_export(out_dir / "export", module.model, tokenizer, meta, data_dir / "domain.pddl")
     results = {"kind": kind, "export": str(export), "fit_wall_s": round(fit_s, 2),
                "train_tokens": throughput.tokens * trainer.world_size,

@@ -168,3 +168,30 @@ def tiny_dataset(tmp_path_factory) -> Path:
                   BlocksworldStates(3, 8), out, seed=7, workers=2, config={"dataset": preset},
                   progress=lambda _: None)
     return out
+
+
+@pytest.fixture(scope="session")
+def train_problem_generator():
+    """``train(data_dir, out_dir, steps, max_new_tokens, *overrides) -> export``: a tiny problem
+    generator (one 32-wide layer, a 400-token corpus BPE) trained for ``steps`` steps on an NL→PDDL
+    data folder."""
+    import os
+
+    from hydra import compose, initialize_config_dir
+
+    from plansuite.cli import CONF_DIR
+    from plansuite.cli.train import run as train_run
+
+    def train(data_dir: Path, out_dir: Path, steps: int, max_new_tokens: int, *overrides: str) -> Path:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            cfg = compose("train", [
+                "model=problem_generator", f"data_dir={data_dir}", f"out_dir={out_dir}",
+                "model.backbone.n_layer=1", "model.backbone.n_embd=32", "model.backbone.n_head=2",
+                "model.vocab_size=400", "logger=none", "trainer.enable_progress_bar=false",
+                f"trainer.max_steps={steps}", "model.val_greedy=1", f"model.max_new_tokens={max_new_tokens}",
+                *overrides])
+        train_run(cfg)
+        return out_dir / "export"
+
+    return train

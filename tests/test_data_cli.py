@@ -48,13 +48,13 @@ def assert_clean_failure(proc: subprocess.CompletedProcess, out: Path, *fragment
         assert not [p for p in out.parent.iterdir() if ".tmp-" in p.name or ".old-" in p.name]
 
 
-@pytest.mark.parametrize("domain", ["blocksworld", "gripper"])
+@pytest.mark.parametrize("domain", ["blocksworld", "gripper", "logistics"])
 def test_tiny_preset_end_to_end(domain, tmp_path):
     out = tmp_path / "ds"
     proc = run_cli("dataset=tiny", f"domain={domain}", f"out_dir={out}", "seed=1", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert f"[data] wrote {out}" in proc.stdout
-    manifest = assert_dataset(out, "blocksworld-4ops" if domain == "blocksworld" else "gripper", 50)
+    manifest = assert_dataset(out, {"blocksworld": "blocksworld-4ops"}.get(domain, domain), 50)
     assert manifest["config"]["dataset"]["name"] == "tiny" and manifest["seed"] == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ds"]  # nothing else written
 

@@ -15,8 +15,9 @@ from plansuite.data.shortest import SHORTEST_FILE, ShortestPaths, drop_leaked
 from plansuite.domains import builtin_path, load_builtin
 from plansuite.domains.blocksworld import BlocksworldStates
 from plansuite.domains.gripper import GripperStates
-from plansuite.errors import ConfigError
+from plansuite.errors import ConfigError, PDDLError
 from plansuite.jsonl import iter_jsonl
+from plansuite.pddl.parse import parse_domain
 from plansuite.pddl.simulator import TaskCache
 
 pytest.importorskip("pymimir")
@@ -115,6 +116,17 @@ def test_generator_reads_shortest_paths_or_says_how_to_build_them(tmp_path):
         load_transitions(walk, "train", trajectories="shortest")
     with pytest.raises(ConfigError, match="choose from walk, shortest"):
         load_transitions(short, "train", trajectories="optimal")
+
+
+def test_a_domain_pymimir_refuses_is_one_error_not_a_hung_pool(tmp_path):
+    # The suite accepts (not (= ..)) under :equality alone; pymimir wants :negative-preconditions.
+    # Refused inside the pool's worker initializer, the build respawned workers forever.
+    text = builtin_path("gripper").read_text().replace(" :negative-preconditions)", ")")
+    domain = parse_domain(text, source="strict.pddl")
+    with pytest.raises(PDDLError, match=r"strict\.pddl: domain gripper: .*pymimir cannot read it: .*requirement"):
+        build_dataset(DatasetSpec(**SPEC, shortest_paths=True), domain, text, GripperStates(),
+                      tmp_path / "out", seed=0, workers=2, progress=lambda _: None)
+    assert not (tmp_path / "out").exists()
 
 
 _PLANS_SCRIPT = """

@@ -13,10 +13,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
 
-from plansuite.cli import CONF_DIR
-from plansuite.cli.train import run as train_run
 from plansuite.domains import builtin_path, load_builtin
 from plansuite.errors import ConfigError
 from plansuite.nl2pddl.chat_server import ChatService, RequestError, parse_chat
@@ -26,9 +23,6 @@ from plansuite.nl2pddl.learned import LocalGenerator
 from plansuite.nl2pddl.problem_checks import OperationalChecker
 from plansuite.nl2pddl.repair import build_feedback, describe_diagnostic, repair
 from plansuite.pddl.checks import Diagnostic
-
-TINY = ["model.backbone.n_layer=1", "model.backbone.n_embd=32", "model.backbone.n_head=2",
-        "model.vocab_size=400", "logger=none", "trainer.enable_progress_bar=false"]
 
 
 @pytest.fixture(scope="module")
@@ -41,14 +35,8 @@ def data(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def export(data, tmp_path_factory):
-    out = tmp_path_factory.mktemp("pg")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = compose("train", ["model=problem_generator", f"data_dir={data}", f"out_dir={out}", *TINY,
-                                "trainer.max_steps=4", "model.val_greedy=1", "model.max_new_tokens=48"])
-    train_run(cfg)
-    return out / "export"
+def export(data, tmp_path_factory, train_problem_generator):
+    return train_problem_generator(data, tmp_path_factory.mktemp("pg"), steps=4, max_new_tokens=48)
 
 
 def serve(*args: str) -> tuple[subprocess.Popen, str]:

@@ -183,16 +183,19 @@ def test_a_limit_below_one_is_refused(blocksworld, tmp_path, limit):
 
 
 def test_a_generator_export_of_another_domain_is_refused(tmp_path):
-    from plansuite.planning.adapters import check_export_domain
+    from plansuite.domains import load_builtin
+    from plansuite.models.export import check_export_domain
 
     export = tmp_path / "export"
     export.mkdir()
     (export / "plansuite.json").write_text(json.dumps({"format": 1, "kind": "generator",
                                                        "domain": "gripper"}))
     with pytest.raises(ConfigError, match="trained on domain 'gripper'.*'blocksworld-4ops'"):
-        check_export_domain("generator", str(export), "blocksworld-4ops")
-    check_export_domain("generator", str(export), "gripper")  # its own domain is fine
-    check_export_domain("generator", "random", "gripper")  # not an export
+        check_export_domain(str(export), "generator", load_builtin("blocksworld"), "generator")
+    # its own domain is fine (a name in upper case too: the reader writes names in lower case)
+    (export / "plansuite.json").write_text(json.dumps({"format": 1, "kind": "generator",
+                                                       "domain": "GRIPPER"}))
+    check_export_domain(str(export), "generator", load_builtin("gripper"), "generator")
 
 
 # ---- a broken Fast Downward ---------------------------------------------------------------------

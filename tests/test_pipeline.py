@@ -13,13 +13,15 @@ from hydra import compose, initialize_config_dir
 
 from plansuite import pipeline
 from plansuite.cli import CONF_DIR
+from plansuite.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
 PRIMARY = {"plansuite.cli.data": "data", "plansuite.cli.train": "train", "plansuite.cli.eval": "eval",
            "plansuite.cli.nl2pddl": "nl2pddl"}
 
 
-@pytest.mark.parametrize("name", ["demo", "smoke", "reproduce", "paper_cpu", "paper_cpu_gripper", "nl2pddl_cpu"])
+@pytest.mark.parametrize("name", ["demo", "smoke", "reproduce", "paper_cpu", "paper_cpu_gripper",
+                                  "paper_cpu_logistics", "demo_logistics", "nl2pddl_cpu"])
 def test_every_stage_of_the_shipped_pipelines_composes(name):
     settings, stages = pipeline.load_pipeline(name, [])
     assert {"root", "seed"} <= set(settings)
@@ -37,9 +39,27 @@ def test_demo_runs_every_planner_on_the_same_instances():
     evals = {s.name: s.args for s in stages if s.module == "plansuite.cli.eval"}
     assert set(evals) == {f"eval/{n}" for n in (
         "generator", "generator_verifier-base", "generator_verifier-generator",
-        "generator_verifier-onpolicy", "refine_resume-onpolicy", "oracle", "random_restart")}
+        "generator_verifier-onpolicy", "refine_resume-onpolicy", "oracle", "random_restart",
+        "fast_downward")}
     for args in evals.values():
         assert {"instances=R/data/test", "planner.k=7", "seed=0"} <= set(args)
+
+
+def test_demo_custom_runs_the_same_stages_on_your_domain():
+    """``make demo DOMAIN_FILE=... PROBLEMS=... TEST=...``: the demo's stages, with the walks
+    seeded by PROBLEMS and every planner evaluated on TEST under the given domain file."""
+    _, demo = pipeline.load_pipeline("demo", ["root=R"])
+    _, custom = pipeline.load_pipeline("demo_custom", ["root=R", "domain_file=/d/domain.pddl",
+                                                       "problems=/d/problems", "test=/d/test"])
+    assert [s.name for s in custom] == [s.name for s in demo]
+    domain = ["domain=custom", "domain.file=/d/domain.pddl", "domain.problems=/d/problems"]
+    for stage in custom:
+        if stage.module in ("plansuite.cli.eval", "plansuite.cli.data"):
+            assert set(domain) <= set(stage.args), stage.name
+        if stage.module == "plansuite.cli.eval":
+            assert {"instances=/d/test", "limit=null"} <= set(stage.args), stage.name
+    with pytest.raises(ConfigError, match="demo_custom.yaml: .*Missing mandatory value"):
+        pipeline.load_pipeline("demo_custom", ["root=R"])
 
 
 def _toy(tmp_path: Path, seed: int = 0) -> tuple[dict, list[pipeline.Stage]]:
@@ -152,19 +172,20 @@ def test_smoke_pipeline_end_to_end(tmp_path):
 
 
 @pytest.mark.slow
-def test_paper_cpu_pipeline_runs_on_gripper_at_toy_scale(tmp_path):
-    """`make paper-cpu DOMAIN=gripper`: every recipe, planner, the report and the ablation table."""
-    cmd = [sys.executable, "-m", "plansuite.pipeline", "paper_cpu_gripper", f"root={tmp_path}",
+@pytest.mark.parametrize("domain", ["gripper", "logistics"])
+def test_paper_cpu_pipeline_runs_on_another_domain_at_toy_scale(tmp_path, domain):
+    """`make paper-cpu DOMAIN=...`: every recipe, planner, the report and the ablation table."""
+    cmd = [sys.executable, "-m", "plansuite.pipeline", f"paper_cpu_{domain}", f"root={tmp_path}",
            "dataset=tiny", "limit=4", "k=2", "logger=none", "generator_transitions=200",
            "generator_epochs=1", "verifier_steps=5", "onpolicy_prompts=24", "onpolicy_epochs=1"]
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=1200)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    _, stages = pipeline.load_pipeline("paper_cpu_gripper", [f"root={tmp_path}"])
+    _, stages = pipeline.load_pipeline(f"paper_cpu_{domain}", [f"root={tmp_path}"])
     evals = [s.name for s in stages if s.module == "plansuite.cli.eval"]
     assert len(evals) == 11
     for name in evals:
         res = json.loads((tmp_path / name / "results.json").read_text())
-        assert res["n_instances"] == 4 and res["run"]["domain"] == "gripper"
+        assert res["n_instances"] == 4 and res["run"]["domain"] == domain
     assert (tmp_path / "report" / "report.html").is_file()
     assert "objects renamed at random per draw" in (tmp_path / "ablation.md").read_text()
 

@@ -76,6 +76,10 @@ def test_short_generator_run_exports_a_usable_policy(generator, data_dir):
     meta = json.loads((export / "plansuite.json").read_text())
     assert meta["kind"] == "generator" and meta["tokenizer"] == "atom"
     assert meta["domain"] == DOMAIN.name and meta["config"]["model"]["kind"] == "generator"
+    # the names planners rename instances into: the dataset's blocks, in natural order
+    names = meta["object_names"]["object"]
+    assert list(meta["object_names"]) == ["object"] and names[:2] == ["b1", "b2"]
+    assert names == [f"b{i}" for i in range(1, len(names) + 1)] and len(names) >= 6
     assert AutoModelForCausalLM.from_pretrained(export) and AutoTokenizer.from_pretrained(export)
     policy = GeneratorPolicy.from_export(export)
     gens = policy.generate([r.prompt for r in load_transitions(data_dir, "val")[:4]], seed=1)

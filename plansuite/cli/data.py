@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from plansuite.cli import CONF_DIR, friendly_errors, hydra_errors
 from plansuite.data.builder import DatasetSpec, build_dataset
+from plansuite.data.goals import GoalSpec
 from plansuite.domains import domain_file, state_sampler
 from plansuite.errors import ConfigError
+from plansuite.pddl.model import atom_text
 from plansuite.pddl.parse import load_domain, read_text
 from plansuite.settings import from_mapping
 
@@ -25,13 +29,24 @@ def run(cfg: DictConfig) -> dict:
     domain = load_domain(path)
     if cfg.domain.get("pddl_name") and domain.name != cfg.domain.pddl_name:
         raise ConfigError(f"{path}: domain is '{domain.name}', config expects '{cfg.domain.pddl_name}'")
-    sampler = state_sampler(OmegaConf.to_container(cfg.domain.states, resolve=True), domain)
+    states = OmegaConf.to_container(cfg.domain.states, resolve=True)
+    sampler = state_sampler(states, domain)
     spec = from_mapping(DatasetSpec, OmegaConf.to_container(cfg.dataset, resolve=True), "dataset")
+    if spec.goal.mode == "problems":
+        problems = getattr(sampler, "problems", None)
+        if problems is None:
+            raise ConfigError("dataset.goal.mode=problems: goals like those of domain.problems' "
+                              "files need domain=custom (a folder of problems)")
+        spec.goal = GoalSpec.like([sorted(map(atom_text, p.goal_pos)) for p in problems])
+        print(f"[data] goals like domain.problems': {spec.goal}")
+    test_sampler = None if spec.test_states is None else \
+        state_sampler({**states, **spec.test_states}, domain, "dataset.test_states")
     resolved = OmegaConf.to_container(cfg, resolve=True)
     resolved.pop("out_dir")  # where the dataset is, not what it is: same seed, same manifest
+    resolved["dataset"]["goal"] = asdict(spec.goal)  # mode=problems: what it resolved to
     manifest = build_dataset(spec, domain, read_text(path, "domain"), sampler, cfg.out_dir,
                              cfg.seed, workers=cfg.workers, config=resolved,
-                             overwrite=cfg.overwrite)
+                             overwrite=cfg.overwrite, test_sampler=test_sampler)
     counts = manifest["counts"]
     print(f"[data] wrote {cfg.out_dir}: {counts['train']['trajectories']} train trajectories, "
           f"{counts['train']['transitions']} transitions, {counts['test']['instances']} test "

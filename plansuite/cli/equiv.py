@@ -4,7 +4,9 @@ Prints JSON: ``parse`` (did GENERATED parse), ``structural`` and ``semantic`` (t
 null when undecidable, e.g. semantic for a domain without a model), ``mapping`` (generated object
 → reference object, or null) and ``reasons``. Exits 0 whatever the verdict; exits 1 with one
 line only when the input cannot be read: a missing file, a bad domain, or a reference that is not
-a valid problem of the domain (the generated file may be anything).
+a valid problem of the domain (the generated file may be anything). A domain file with numeric
+fluents is read as PDDL 2.1, and goals may compare numeric expressions
+(``(<= (+ (value c0) 1) (value c1))``), compared in canonical form under the same renaming.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from pathlib import Path
 from plansuite.cli import friendly_errors
 from plansuite.domains import BUILTIN, load_builtin
 from plansuite.nl2pddl.equivalence import compare_file
-from plansuite.pddl.parse import load_domain, load_problem
+from plansuite.pddl.numeric_goals import load_problem21
+from plansuite.pddl.parse import load_domain
 
 
 def parser() -> argparse.ArgumentParser:
@@ -32,7 +35,7 @@ def parser() -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> dict:
     domain = load_builtin(args.domain) if args.domain in BUILTIN and not Path(args.domain).is_file() \
         else load_domain(args.domain)
-    reference = load_problem(args.reference, domain)
+    reference = load_problem21(args.reference, domain)
     result = compare_file(reference, args.generated, domain).as_dict()
     print(json.dumps(result, indent=2, sort_keys=True))
     return result

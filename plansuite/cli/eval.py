@@ -19,13 +19,14 @@ from plansuite.cli import CONF_DIR, friendly_errors, hydra_errors
 from plansuite.data.load import load_instances
 from plansuite.domains import domain_file
 from plansuite.errors import ConfigError
-from plansuite.pddl.model import Domain
+from plansuite.models.export import check_export_domain
+from plansuite.pddl.model import Domain, structure_difference
 from plansuite.pddl.parse import load_domain
 from plansuite.planning.adapters import (
     GENERATOR_CHOICES,
     VERIFIER_CHOICES,
     check_device,
-    check_export_domain,
+    check_instance_names,
     check_same_tokenizer,
     load_generator,
     load_verifier,
@@ -45,17 +46,28 @@ from plansuite.report.tables import table_header, table_row
 from plansuite.tracking import ensure_offline_default, offline_notice, run_group, run_tags
 
 OPTIMIZABLE = ("grr", "btr")
-SUMMARY_KEYS = ("grr", "grr_ci", "btr", "btr_ci", "n_instances", "outcomes", "calls", "attempts")
+SUMMARY_KEYS = ("grr", "grr_ci", "btr", "btr_ci", "n_instances", "outcomes", "calls", "attempts",
+                "by_objects", "by_goal_size")
 
 
-def check_folder_domain(folder: Path, domain: Domain) -> None:
-    """A folder that ships its own ``domain.pddl`` must be for the configured domain."""
+def folder_domain(folder: Path, path: Path, domain: Domain, explicit: bool) -> tuple[Path, Domain]:
+    """The domain file to plan against, and its domain: a folder that ships its own
+    ``domain.pddl`` is planned against it unless that is the configured domain already (compared
+    by structure, :func:`plansuite.pddl.model.structure_difference`); a ``domain.file`` given
+    explicitly that differs from the folder's is one error line."""
     own = folder / "domain.pddl"
-    if own.is_file():
-        name = load_domain(own).name
-        if name != domain.name:
-            raise ConfigError(f"{own}: domain '{name}', but the configured domain is "
-                              f"'{domain.name}' (choose domain=... or domain.file={own})")
+    if not own.is_file():
+        return path, domain
+    theirs = load_domain(own)
+    difference = structure_difference(domain, theirs, ("the configured one", "the folder's"))
+    if difference is None:
+        return path, domain
+    if explicit:
+        raise ConfigError(f"{own}: not the domain of domain.file={path} ({difference}); leave "
+                          "domain.file out to plan against the folder's own domain")
+    print(f"[eval] domain: {own} (the instance folder's own domain, not the configured "
+          f"{domain.name})", flush=True)
+    return own, theirs
 
 
 @friendly_errors
@@ -75,7 +87,7 @@ def run(cfg: DictConfig) -> dict | None:
         raise ConfigError(f"{path}: domain is '{domain.name}', config expects '{cfg.domain.pddl_name}'")
     folder = Path(str(cfg.instances))
     if folder.is_dir():
-        check_folder_domain(folder, domain)
+        path, domain = folder_domain(folder, path, domain, bool(cfg.domain.get("file")))
     instances = load_instances(folder, domain, cfg.limit)
 
     gen_name, ver_name = str(cfg.generator), str(cfg.verifier)
@@ -84,10 +96,13 @@ def run(cfg: DictConfig) -> dict | None:
     device = resolve_device(cfg.device, int(cfg.shard.rank)) if uses_export else "cpu"
     synthetic = OmegaConf.to_container(cfg.synthetic) if gen_name == "synthetic" else None
     check_same_tokenizer(gen_name, ver_name)  # before loading anything heavy
-    check_export_domain("generator", gen_name, domain.name)
-    check_export_domain("verifier", ver_name, domain.name)
-    generator = load_generator(gen_name, device, synthetic)
+    for role, name, choices in (("generator", gen_name, GENERATOR_CHOICES),
+                                ("verifier", ver_name, VERIFIER_CHOICES)):
+        if name not in choices and Path(name).is_dir():  # (a missing one: loading says so)
+            check_export_domain(name, role, domain, role)
+    generator = load_generator(gen_name, device, synthetic, domain_file=path)
     verifier = load_verifier(ver_name, device, cfg.get("verifier_threshold"))
+    check_instance_names((generator, verifier), instances, domain)
 
     config = OmegaConf.to_container(cfg, resolve=True)
     optimal = (OptimalLengths(path, cfg.optimal.cache_dir, cfg.optimal.time_limit, cfg.optimal.mode)

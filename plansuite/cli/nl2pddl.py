@@ -3,14 +3,17 @@
 ``task=data`` builds a dataset (:mod:`plansuite.nl2pddl.dataset`); ``task=repair`` runs the
 repair loop over a split with the configured backend (``backend=local|openai``) and critic
 (``critic=learned``, or none) and then scores it offline; ``task=score`` re-scores an existing run
-directory; ``task=critic`` measures a critic's accuracy on a split's critic examples (reference
-problems and their corruptions), overall and per kind; ``task=compare`` pairs two scored runs (or
+directory; ``task=generate`` writes a problem for each row of a descriptions file, for any
+domain, with no reference (:mod:`plansuite.nl2pddl.generate`); ``task=critic`` measures a
+critic's accuracy on a split's critic examples (reference problems and their corruptions),
+overall and per kind; ``task=compare`` pairs two scored runs (or
 two rounds of one) item by item (:mod:`plansuite.nl2pddl.paired_runs`). See ``conf/nl2pddl.yaml``.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import hydra
@@ -23,13 +26,20 @@ from plansuite.data.load import check_limit
 from plansuite.domains import builtin_path, load_builtin
 from plansuite.errors import ConfigError, PlansuiteError
 from plansuite.nl2pddl.dataset import NL2PDDLSpec, build_nl2pddl, load_nl2pddl_manifest, load_pairs
-from plansuite.nl2pddl.experiment import METRICS_MD, run_repair, score_run, start_run
+from plansuite.nl2pddl.experiment import ATTEMPTS, METRICS_MD, run_repair, score_run, start_run
+from plansuite.nl2pddl.generate import (
+    GENERATE_LOG,
+    read_descriptions,
+    reference_pairs,
+    resolve_domain,
+    run_generate,
+)
 from plansuite.nl2pddl.problem_checks import OperationalChecker
 from plansuite.nl2pddl.repair import check_max_attempts, check_rewrite_order
 from plansuite.pddl import planners
 from plansuite.pddl.parse import load_domain
 
-TASKS = ("data", "repair", "score", "critic", "compare")
+TASKS = ("data", "repair", "score", "generate", "critic", "compare")
 REQUIRED_HINTS = {"export": "a plansuite-train export directory", "model": "the model name the server expects"}
 CRITIC_EVAL_JSON, CRITIC_EVAL_MD = "critic_eval.json", "critic_eval.md"
 COMPARE_MD = "compare.md"
@@ -64,6 +74,13 @@ def _pairs(cfg: DictConfig):
     return pairs[: check_limit(cfg.limit)]
 
 
+def _critic_domain(cfg: DictConfig, domain_file: Path) -> None:
+    """A critic that reads the domain (``critic=llm``) is given ``domain_file`` (before the
+    settings are recorded)."""
+    if cfg.get("critic") and "domain_file" in cfg.critic:  # null until set here
+        cfg.critic.domain_file = str(domain_file)
+
+
 def _component(cfg: DictConfig, group: str):
     """Instantiate ``cfg.<group>`` (backend / critic); a required value left unset is one line."""
     node = cfg.get(group)
@@ -81,30 +98,71 @@ def _component(cfg: DictConfig, group: str):
         raise
 
 
-def _repair(cfg: DictConfig) -> dict:
-    pairs = _pairs(cfg)
+def _loop_parts(cfg: DictConfig, domain_file: Path, log_name: str = ATTEMPTS):
+    """The repair loop's checker and backend, after its settings are checked (a bad one never
+    waits for a model to load) and recorded in ``out_dir/run.json`` (a resume under other
+    settings refused)."""
     if not cfg.get("backend"):
         raise ConfigError("backend: required (backend=local or backend=openai)")
-    check_max_attempts(cfg.max_attempts)  # settings first: a bad one never waits for a model to load
+    check_max_attempts(cfg.max_attempts)
     check_rewrite_order(cfg.rewrite_order)
-    domain_file = Path(cfg.data_dir) / "domain.pddl"
     planners.check_search(load_domain(domain_file), cfg.planner.mode, cfg.planner.time_limit)
-    out_dir = Path(cfg.out_dir)
-    start_run(out_dir, OmegaConf.to_container(cfg, resolve=True), overwrite=bool(cfg.overwrite))
+    _critic_domain(cfg, domain_file)
+    start_run(Path(cfg.out_dir), OmegaConf.to_container(cfg, resolve=True), overwrite=bool(cfg.overwrite),
+              log_name=log_name)
     critic = _component(cfg, "critic")
     checker = OperationalChecker(domain_file, critic=critic, mode=cfg.planner.mode,
                                  time_limit=cfg.planner.time_limit)
-    generator = _component(cfg, "backend")
-    run_repair(pairs, generator, checker, out_dir, cfg.max_attempts,
+    return checker, _component(cfg, "backend")
+
+
+def _repair(cfg: DictConfig) -> dict:
+    pairs = _pairs(cfg)
+    checker, generator = _loop_parts(cfg, Path(cfg.data_dir) / "domain.pddl")
+    run_repair(pairs, generator, checker, cfg.out_dir, cfg.max_attempts,
                check_rewrites=bool(cfg.check_rewrites),
                rewrite_order=str(cfg.rewrite_order))
     return _score(cfg, pairs)
 
 
+def _default_export(cfg: DictConfig, builtin: str | None) -> None:
+    """``backend=local`` without ``backend.export``: a built-in domain's ``make nl2pddl-cpu``
+    generator (``generate_export``), else one line saying what to give."""
+    backend = cfg.get("backend")
+    if not backend or not OmegaConf.is_missing(backend, "export"):  # given (or a backend without one)
+        return
+    if builtin is None:
+        raise ConfigError("backend.export: required for a domain file (a problem_generator export "
+                          "trained on that domain), or use backend=openai")
+    export = Path(str(cfg.generate_export).format(domain=builtin))
+    if not (export / "domain.pddl").is_file():
+        raise ConfigError(f"backend.export: no generator for '{builtin}' at {export}; run "
+                          "`make nl2pddl-cpu` or give backend.export=DIR")
+    backend.export = str(export)
+
+
+def _generate(cfg: DictConfig) -> dict:
+    rows = read_descriptions(cfg.descriptions)  # the file and the settings before any model loads
+    domain_file, builtin = resolve_domain(cfg.pddl_domain)
+    _default_export(cfg, builtin)
+    checker, generator = _loop_parts(cfg, domain_file, GENERATE_LOG)
+    out_dir = Path(cfg.out_dir)
+    summary = run_generate(rows, generator, checker, out_dir, cfg.max_attempts,
+                           check_rewrites=bool(cfg.check_rewrites), rewrite_order=str(cfg.rewrite_order))
+    print(f"[generate] {out_dir}: {summary['items']} problem(s), {summary['success']} passed every check; "
+          f"stops {summary['stops']}")
+    return summary
+
+
 def _score(cfg: DictConfig, pairs=None) -> dict:
-    pairs = pairs if pairs is not None else _pairs(cfg)
-    domain = load_domain(Path(cfg.data_dir) / "domain.pddl")
-    metrics = score_run(cfg.out_dir, pairs, domain)
+    """Score ``out_dir``'s run against a data folder's split, or against ``references`` (a
+    descriptions file with reference problems, e.g. a public benchmark's rows) and ``domain``."""
+    if pairs is None and cfg.references:
+        pairs, domain_file = reference_pairs(cfg.references), resolve_domain(cfg.pddl_domain)[0]
+    else:
+        pairs = pairs if pairs is not None else _pairs(cfg)
+        domain_file = Path(cfg.data_dir) / "domain.pddl"
+    metrics = score_run(cfg.out_dir, pairs, load_domain(domain_file))
     print((Path(cfg.out_dir) / METRICS_MD).read_text(), end="")
     return metrics
 
@@ -167,14 +225,29 @@ def _compare(cfg: DictConfig) -> dict:
 def run(cfg: DictConfig) -> dict:
     if cfg.task not in TASKS:
         raise ConfigError(f"task={cfg.task}: choose from {', '.join(TASKS)}")
-    return {"data": _data, "repair": _repair, "score": _score, "critic": _critic,
+    return {"data": _data, "repair": _repair, "score": _score, "generate": _generate, "critic": _critic,
             "compare": _compare}[cfg.task](cfg)
+
+
+def domain_argument(argv: list[str]) -> list[str]:
+    """``domain=X`` as ``pddl_domain=X``: ``conf/domain/`` is a config group (plansuite-data's), so
+    Hydra would read ``domain=X`` as an option of it.
+
+    >>> domain_argument(["task=generate", "domain=kitchen.pddl", "dataset.domain=gripper"])
+    ['task=generate', 'pddl_domain=kitchen.pddl', 'dataset.domain=gripper']
+    """
+    return [f"pddl_domain={a.split('=', 1)[1]}" if a.startswith("domain=") else a for a in argv]
 
 
 @hydra_errors("nl2pddl")
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="nl2pddl")
-def main(cfg: DictConfig) -> None:
+def _main(cfg: DictConfig) -> None:
     run(cfg)
+
+
+def main() -> None:
+    sys.argv[1:] = domain_argument(sys.argv[1:])
+    _main()
 
 
 if __name__ == "__main__":

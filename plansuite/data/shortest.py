@@ -1,5 +1,8 @@
 """Hindsight shortest paths: a walk's start and end kept, the steps between them a planner's.
 
+With a partial goal (``dataset.goal``) the path is a plan to the goal as written, which may end
+in another state than the walk (any state holding the goal's atoms), and is often much shorter.
+
 The verifier paper trains its generator on random walks whose goal is the walk's own end state,
 so the actions it imitates are random steps, and a generator trained on them is at best a random
 walk drawn toward the goal: on the paper's 3-8 blocks the CPU generator trails uniformly random
@@ -36,7 +39,7 @@ from pathlib import Path
 
 from plansuite.data.explorer import Walk
 from plansuite.data.load import SHORTEST_FILE, pair_key
-from plansuite.errors import ConfigError
+from plansuite.errors import ConfigError, PDDLError, clip
 from plansuite.pddl.model import Domain, Problem, parse_atom_text, problem_to_pddl
 from plansuite.pddl.simulator import GroundTask
 
@@ -71,11 +74,17 @@ class ShortestPaths:
             "w", suffix=".pddl", prefix="plansuite-domain-")
         self._file.write(domain_text)
         self._file.flush()
-        with _quiet_c_stdout():
-            self._domain = pymimir.Domain(self._file.name)
+        try:
+            with _quiet_c_stdout():
+                self._domain = pymimir.Domain(self._file.name)
+        except RuntimeError as exc:  # pymimir is stricter than the suite's checks
+            first = clip(str(exc).strip().splitlines()[0], 160)
+            raise PDDLError(domain.source, f"domain {domain.name}",
+                            f"dataset.shortest_paths=true: pymimir cannot read it: {first}") from exc
 
-    def plan(self, task: GroundTask, start: int, goal: int) -> Walk | None:
-        """A plan from ``start`` to exactly ``goal`` with the states it passes, replayed and
+    def plan(self, task: GroundTask, start: int, goal: int, exact: bool = True) -> Walk | None:
+        """A plan from ``start`` to ``goal`` (a bit set: exactly that state, or with
+        ``exact=False`` any state holding its atoms) with the states it passes, replayed and
         checked by ``task`` (``None`` when the search gives up or its plan does not check out)."""
         goal_atoms = frozenset(parse_atom_text(t) for t in task.decode(goal))
         init_atoms = frozenset(parse_atom_text(t) for t in task.decode(start))
@@ -97,14 +106,20 @@ class ShortestPaths:
             if not task.is_applicable(states[-1], a):
                 return None
             states.append(task.apply(states[-1], a))
-        return Walk(states, actions) if states[-1] == goal else None
+        reached = states[-1] == goal if exact else states[-1] & goal == goal
+        return Walk(states, actions) if reached else None
 
-    def shorten(self, task: GroundTask, walk: Walk, stats: Counter) -> Walk:
-        """The walk with its steps replaced by a plan to its end state, when one is shorter or
+    def shorten(self, task: GroundTask, walk: Walk, stats: Counter,
+                goal: list[str] | None = None) -> Walk:
+        """The walk with its steps replaced by a plan to its end state (or, given ``goal``, to
+        any state holding those atoms: a partial goal, ``dataset.goal``), when one is shorter or
         as short (states and actions as in :class:`Walk`); else the walk itself."""
         if len(walk) <= 1:
             return walk
-        path = self.plan(task, walk.states[0], walk.states[-1])
+        if goal is None:
+            path = self.plan(task, walk.states[0], walk.states[-1])
+        else:
+            path = self.plan(task, walk.states[0], task.encode(goal), exact=False)
         if path is None:
             stats["shortest_failed"] += 1
             return walk

@@ -19,7 +19,7 @@ from plansuite.errors import ConfigError, PlansuiteError
 from plansuite.pddl.model import Atom, Domain
 
 BUILTIN_DIR = Path(__file__).parent
-BUILTIN = ("blocksworld", "gripper", "fuel-delivery", "timed-delivery")  # the last two: PDDL 2.1
+BUILTIN = ("blocksworld", "gripper", "logistics", "fuel-delivery", "timed-delivery")  # the last two: PDDL 2.1
 
 
 class StateSampler(Protocol):
@@ -47,11 +47,13 @@ def load_builtin(name: str) -> Domain:
     return load_domain(builtin_path(name))
 
 
-def state_sampler(states: Mapping[str, Any], domain: Domain) -> StateSampler:
+def state_sampler(states: Mapping[str, Any], domain: Domain,
+                  key: str = "domain.states") -> StateSampler:
     """A config's ``domain.states`` (``_target_`` class and its keywords) as a sampler.
 
     A sampler that takes a ``domain`` keyword (one reading problem files) gets the parsed
-    domain. A bad setting is one ConfigError naming ``domain.states``, not a traceback.
+    domain. A bad setting is one ConfigError naming ``key`` (the config key the settings came
+    from), not a traceback.
     """
     settings = dict(states)
     target = str(settings.pop("_target_", ""))
@@ -65,4 +67,4 @@ def state_sampler(states: Mapping[str, Any], domain: Domain) -> StateSampler:
         raise
     except Exception as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigError(f"domain.states ({target}): {detail}") from exc
+        raise ConfigError(f"{key} ({target}): {detail}") from exc

@@ -7,7 +7,9 @@ An export loads with ``AutoModelForCausalLM`` / ``AutoModelForSequenceClassifica
      "domain": "blocksworld-4ops",
      "tokenizer": "atom" | "bpe", "threshold": 0.5 (verifier), "input_kind": "state_action" |
      "state_action_next" | "state_action_diff" (verifier), "max_new_tokens": 64 (generator), "metrics": {...},
-     "labels": ["match", ...] (critic), "config": {the resolved training config}}
+     "labels": ["match", ...] (critic), "config": {the resolved training config},
+     "object_names": {type: [names in natural order]} (generator, verifier: the dataset's objects,
+     which a planner renames each instance's objects into; :class:`plansuite.planning.adapters.ModelNames`)}
 
 ``problem_generator`` (NL→PDDL, description -> problem) and ``critic`` (description/problem
 mismatch classifier) are the :mod:`plansuite.nl2pddl` models; see :mod:`plansuite.nl2pddl.learned`.
@@ -20,10 +22,13 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-
-from transformers import PreTrainedModel, PreTrainedTokenizerBase
+from typing import TYPE_CHECKING
 
 from plansuite.errors import ConfigError
+from plansuite.pddl.model import Domain, structure_difference
+
+if TYPE_CHECKING:  # annotations only: reading an export's metadata needs no torch
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 META_FILE = "plansuite.json"
 FORMAT = 1
@@ -74,6 +79,32 @@ def read_meta(path: str | Path, kind: str) -> dict:
         raise ConfigError(f"{meta_file}: export format {meta.get('format')!r}, expected {FORMAT}")
     if meta.get("kind") != kind:
         raise ConfigError(f"{path}: a {meta.get('kind')} export, expected a {kind} export")
+    return meta
+
+
+def check_export_domain(path: str | Path, kind: str, domain: Domain, key: str) -> dict:
+    """The metadata of an export of ``kind`` (:func:`read_meta`); one line, naming the config
+    ``key`` that gave it, if it was trained on another domain: its actions would be judged
+    against this domain's simulator and every plan read as garbage, with no error.
+
+    Domains are compared by structure (:func:`plansuite.pddl.model.structure_difference`) with
+    the ``domain.pddl`` the export carries; an export without one is compared by the domain name
+    in its metadata, in lower case as the PDDL reader writes names.
+    """
+    meta = read_meta(path, kind)
+    own = Path(path) / "domain.pddl"
+    if own.is_file():
+        from plansuite.pddl.parse import load_domain
+
+        difference = structure_difference(load_domain(own), domain, ("the export's", "this one"))
+        if difference:
+            raise ConfigError(f"{key}={path}: trained on another domain than {domain.source} "
+                              f"({difference})")
+        return meta
+    trained = meta.get("domain")
+    if isinstance(trained, str) and trained.lower() != domain.name.lower():
+        raise ConfigError(f"{key}={path}: trained on domain '{trained}', but the domain here is "
+                          f"'{domain.name}' ({domain.source})")
     return meta
 
 

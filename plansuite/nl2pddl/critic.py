@@ -57,7 +57,7 @@ def critic_labels(labels: Iterable[str]) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class CriticVerdict:
-    accepted: bool
+    accepted: bool | None  # None: no verdict (a chat critic's reply without one; blocks nothing)
     kind: str | None = None  # suspected mismatch, one of MISMATCH_KINDS (None: unknown or accepted)
     score: float | None = None  # the critic's probability that the problem matches
     message: str = ""
@@ -81,11 +81,14 @@ def critic_input(description: str, problem_text: str) -> str:
 
 
 def verdict_label(verdict: CriticVerdict) -> str:
-    """The label a verdict amounts to: ``match`` if accepted, else its kind (``mismatch`` if none).
+    """The label a verdict amounts to: ``match`` if accepted, else its kind (``mismatch`` if none;
+    ``no-verdict`` when the critic gave none).
 
     >>> verdict_label(CriticVerdict(True)), verdict_label(CriticVerdict(False, "goal")), verdict_label(CriticVerdict(False))
     ('match', 'goal', 'mismatch')
     """
+    if verdict.accepted is None:
+        return "no-verdict"
     return CRITIC_LABELS[0] if verdict.accepted else (verdict.kind or "mismatch")
 
 

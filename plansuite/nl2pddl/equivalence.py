@@ -1,8 +1,11 @@
 """Offline equivalence of a generated problem with its reference (never used inside the loop).
 
-*Structural*: same typed objects, ``:init``, ``:goal``, numeric fluents and ``:metric`` under a
-bijection between generated and reference objects — the identity first, a graph-isomorphism
-search only when it fails. Order, whitespace and comments never matter (we compare parsed sets).
+*Structural*: same typed objects, ``:init``, ``:goal`` (literals and numeric comparisons),
+numeric fluents and ``:metric`` under a bijection between generated and reference objects — the
+identity first, a graph-isomorphism search only when it fails. Comparisons and the metric are
+compared in canonical form (:mod:`plansuite.pddl.expressions`: ``(> a b)`` is ``(< b a)``,
+operands of ``+`` and ``*`` in any order), as trees in the same graph, so one renaming must fit
+them and the rest of the problem together. Order, whitespace and comments never matter (we compare parsed sets).
 
 *Semantic* (any STRIPS domain: Blocksworld and Gripper through their hand-written models, the
 rest through :mod:`~plansuite.nl2pddl.general_semantics`; undecided, with that reason, for PDDL 2.1
@@ -17,7 +20,7 @@ matches, and a subtly different one does not.
 
 from __future__ import annotations
 
-import re
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -26,10 +29,10 @@ from plansuite.nl2pddl.general_semantics import general_semantic
 from plansuite.nl2pddl.graphs import find_mapping, problem_graph
 from plansuite.nl2pddl.worlds import SearchBudgetExceeded, implied_literals, world_for
 from plansuite.pddl.checks import check_problem
+from plansuite.pddl.expressions import Expr, canonical, expr_text, parse_expr, shape
 from plansuite.pddl.model import Domain, Problem, atom_text
-from plansuite.pddl.parse import parse_problem, read_text
-
-COMMUTATIVE = {"+", "*"}
+from plansuite.pddl.numeric_goals import parse_problem21
+from plansuite.pddl.reader import read_text
 
 
 @dataclass(frozen=True)
@@ -54,47 +57,25 @@ class Comparison:
 
 
 # ---- metric -----------------------------------------------------------------------------------
-def _tokens(text: str) -> list[str]:
-    return re.findall(r"\(|\)|[^\s()]+", text.lower())
+def canonical_metric(metric: str | None) -> tuple[str, Expr] | None:
+    """Direction and canonical expression (:func:`plansuite.pddl.expressions.canonical`).
 
-
-def _tree(tokens: list[str]):
-    token = tokens.pop(0)
-    if token != "(":
-        return token
-    items = []
-    while tokens and tokens[0] != ")":
-        items.append(_tree(tokens))
-    if tokens:
-        tokens.pop(0)
-    return tuple(items)
-
-
-def _canon_expr(node, rename: dict[str, str]):
-    if isinstance(node, str):
-        try:
-            return repr(float(node))
-        except ValueError:
-            return rename.get(node, node)
-    items = [_canon_expr(n, rename) if i else n for i, n in enumerate(node)]
-    if items and items[0] in COMMUTATIVE:
-        items = [items[0], *sorted(items[1:], key=str)]
-    return tuple(items)
-
-
-def canonical_metric(metric: str | None, rename: dict[str, str] | None = None):
-    """Direction and normalised expression; ``rename`` maps object names first.
-
-    >>> canonical_metric("minimize (+ (total-cost) (* 2 (w a)))", {"a": "b"})
-    ('minimize', ('+', ('*', ('w', 'b'), '2.0'), ('total-cost',)))
+    >>> canonical_metric("minimize (+ (total-cost) (* 2 (w a)))")
+    ('minimize', ('+', ('*', ('w', 'a'), '2'), ('total-cost',)))
     >>> canonical_metric("MINIMIZE (+ (w b) (total-cost))") == canonical_metric("minimize (+ (total-cost) (w b))")
     True
     """
     if metric is None:
         return None
-    tokens = _tokens(metric)
-    direction = tokens.pop(0) if tokens and tokens[0] != "(" else ""
-    return direction, _canon_expr(_tree(tokens), rename or {}) if tokens else None
+    direction, _, expr = metric.strip().lower().partition(" ")
+    return direction, canonical(parse_expr(expr))
+
+
+def _expressions(problem: Problem) -> dict[str, list[Expr]]:
+    """The problem's expression trees for its graph: goal comparisons and the metric."""
+    metric = canonical_metric(problem.metric)
+    return {"goal-numeric": sorted(problem.goal_numeric, key=expr_text),
+            **({f"metric:{metric[0]}": [metric[1]]} if metric else {})}
 
 
 # ---- structural -------------------------------------------------------------------------------
@@ -105,7 +86,8 @@ def _sections(problem: Problem, goal_pos=None, goal_neg=None) -> dict:
 
 def _same_under_identity(ref: Problem, gen: Problem) -> bool:
     return (ref.objects == gen.objects and ref.init == gen.init and ref.goal_pos == gen.goal_pos
-            and ref.goal_neg == gen.goal_neg and ref.fluents == gen.fluents
+            and ref.goal_neg == gen.goal_neg and ref.goal_numeric == gen.goal_numeric
+            and ref.fluents == gen.fluents
             and canonical_metric(ref.metric) == canonical_metric(gen.metric))
 
 
@@ -125,6 +107,9 @@ def _first_difference(ref: Problem, gen: Problem) -> str:
             detail = [f"missing {atom_text(missing[0])}"] if missing else []
             detail += [f"unexpected {atom_text(extra[0])}"] if extra else []
             return f"{name} differs ({', '.join(detail)}) and no renaming fixes it"
+    numeric = _numeric_goal_difference(ref, gen)
+    if numeric:
+        return numeric
     if set(ref.fluents) != set(gen.fluents) and len(ref.fluents) != len(gen.fluents):
         return f"{len(gen.fluents)} numeric fluent values, reference has {len(ref.fluents)}"
     if sorted(ref.fluents.values()) != sorted(gen.fluents.values()):
@@ -135,18 +120,34 @@ def _first_difference(ref: Problem, gen: Problem) -> str:
         return f"numeric fluent values differ{where}"
     if (canonical_metric(ref.metric) or ("",))[0] != (canonical_metric(gen.metric) or ("",))[0]:
         return f"metric direction differs: {ref.metric!r} vs {gen.metric!r}"
-    if ref.fluents == gen.fluents and canonical_metric(ref.metric) != canonical_metric(gen.metric):
+    if _metric_shape(ref) != _metric_shape(gen) or (
+            ref.fluents == gen.fluents and canonical_metric(ref.metric) != canonical_metric(gen.metric)):
         return f"metric differs: {ref.metric!r} vs {gen.metric!r}"
     return "no renaming of objects makes the problems identical"
 
 
-def _match(ref: Problem, gen: Problem, ref_sections: dict, gen_sections: dict) -> dict | None:
-    """A renaming under which sections, fluents and metric all coincide."""
-    def metric_ok(mapping: dict[str, str]) -> bool:
-        return canonical_metric(gen.metric, mapping) == canonical_metric(ref.metric)
+def _metric_shape(p: Problem) -> Expr | None:
+    metric = canonical_metric(p.metric)
+    return metric and shape(metric[1], p.objects)
 
-    return find_mapping(problem_graph(ref.objects, ref_sections, ref.fluents),
-                        problem_graph(gen.objects, gen_sections, gen.fluents), metric_ok)
+
+def _numeric_goal_difference(ref: Problem, gen: Problem) -> str:
+    """Why the goal comparisons differ whatever the renaming ('' when a renaming might fix it):
+    counts, or a comparison whose form (objects replaced by their types) the other lacks."""
+    r, g = len(ref.goal_numeric), len(gen.goal_numeric)
+    if r != g:
+        return f"numeric goal has {g} comparison(s), reference has {r}"
+    shapes = [Counter(expr_text(shape(e, p.objects)) for e in p.goal_numeric) for p in (ref, gen)]
+    if shapes[0] == shapes[1]:
+        return ""
+    missing, extra = sorted(shapes[0] - shapes[1]), sorted(shapes[1] - shapes[0])
+    return f"numeric goal differs: reference has {missing[0]}, generated {extra[0]}"
+
+
+def _match(ref: Problem, gen: Problem, ref_sections: dict, gen_sections: dict) -> dict | None:
+    """A renaming under which sections, fluents, goal comparisons and metric all coincide."""
+    return find_mapping(problem_graph(ref.objects, ref_sections, ref.fluents, _expressions(ref)),
+                        problem_graph(gen.objects, gen_sections, gen.fluents, _expressions(gen)))
 
 
 def structural(ref: Problem, gen: Problem) -> Verdict:
@@ -218,7 +219,7 @@ def compare(reference: Problem, generated_text: str, domain: Domain,
             generated_source: str = "<generated>") -> Comparison:
     """Parse the generated text and compare it with the (already parsed) reference."""
     try:
-        gen = parse_problem(generated_text, domain, source=generated_source, check=False)
+        gen = parse_problem21(generated_text, domain, source=generated_source, check=False)
     except PDDLError as exc:
         return _unparsed(exc, domain)
     s, m = structural(reference, gen), semantic(reference, gen, domain)

@@ -24,6 +24,7 @@ from pathlib import Path
 from plansuite.errors import ConfigError
 from plansuite.jsonl import iter_jsonl, write_atomic
 from plansuite.nl2pddl.dataset import Pair
+from plansuite.nl2pddl.generate import GENERATE_LOG, attempt_records
 from plansuite.nl2pddl.generators import ProblemGenerator
 from plansuite.nl2pddl.problem_checks import OperationalChecker
 from plansuite.nl2pddl.repair import repair
@@ -37,7 +38,8 @@ ATTEMPTS, SCORES, METRICS_JSON, METRICS_MD = "attempts.jsonl", "scores.jsonl", "
 RUN_JSON = "run.json"
 # Settings that do not decide an item's attempts: how many items (a resume may extend a run),
 # where the run lives, what the other tasks read, and how patiently or where a model is asked.
-RESUME_FREE = ("limit", "out_dir", "overwrite", "task", "runs", "rounds", "dataset", "backend.timeout_s",
+# task=generate: the descriptions file may grow (ids already done are skipped).
+RESUME_FREE = ("limit", "out_dir", "overwrite", "task", "runs", "rounds", "dataset", "descriptions", "backend.timeout_s",
                "backend.retries", "backend.api_key_env", "backend.device", "critic.device", "critic.batch_size")
 
 
@@ -51,17 +53,18 @@ def finished_records(log: Path) -> list[dict]:
 
 
 def start_run(out_dir: str | Path, settings: dict, overwrite: bool = False,
-              progress: Callable[[str], None] = print) -> None:
-    """Record ``settings`` in ``out_dir/run.json`` before any attempt. Attempts already there made
-    under other settings refuse the resume (one line naming the changed keys); ``overwrite``
-    moves the earlier run's files to ``out_dir/old-<time>/`` and starts afresh (no work deleted)."""
+              progress: Callable[[str], None] = print, log_name: str = ATTEMPTS) -> None:
+    """Record ``settings`` in ``out_dir/run.json`` before any attempt. Attempts already there (in
+    ``log_name``) made under other settings refuse the resume (one line naming the changed keys);
+    ``overwrite`` moves the earlier run's files to ``out_dir/old-<time>/`` and starts afresh (no
+    work deleted)."""
     out_dir = Path(out_dir)
-    log, record = out_dir / ATTEMPTS, out_dir / RUN_JSON
+    log, record = out_dir / log_name, out_dir / RUN_JSON
     if log.is_file() and log.stat().st_size:
         if overwrite:
             aside = out_dir / f"old-{time.strftime('%Y%m%d-%H%M%S')}"
             aside.mkdir()
-            for name in (ATTEMPTS, SCORES, METRICS_JSON, METRICS_MD, RUN_JSON):
+            for name in (log_name, SCORES, METRICS_JSON, METRICS_MD, RUN_JSON):
                 if (out_dir / name).is_file():
                     (out_dir / name).replace(aside / name)
             progress(f"[nl2pddl] overwrite=true: the earlier run moved to {aside}")
@@ -108,23 +111,33 @@ def run_repair(pairs: list[Pair], generator: ProblemGenerator, checker: Operatio
     return log
 
 
+def logged_attempts(out_dir: Path) -> list[dict]:
+    """The finished attempts of a run: ``task=repair``'s log, else ``task=generate``'s."""
+    if not (out_dir / ATTEMPTS).is_file() and (out_dir / GENERATE_LOG).is_file():
+        return attempt_records(out_dir / GENERATE_LOG)
+    return finished_records(out_dir / ATTEMPTS)
+
+
 def score_run(out_dir: str | Path, pairs: list[Pair], domain: Domain) -> dict:
-    """Offline equivalence of every logged attempt; writes scores and metrics files."""
+    """Offline equivalence of every logged attempt (a ``task=repair`` or ``task=generate`` run);
+    writes scores and metrics files."""
     out_dir = Path(out_dir)
-    records = finished_records(out_dir / ATTEMPTS)
+    records = logged_attempts(out_dir)
     if not records:
-        raise ConfigError(f"{out_dir / ATTEMPTS}: no finished items to score (run task=repair first)")
+        raise ConfigError(f"{out_dir / ATTEMPTS}: no finished items to score (run task=repair or "
+                          "task=generate first)")
     by_id = {p.id: p for p in pairs}
     missing = sorted({r["item"] for r in records} - set(by_id))
     if missing:
-        raise ConfigError(f"{out_dir / ATTEMPTS}: item {missing[0]} is not in the dataset split "
-                          "(scoring against a different data_dir or split?)")
+        raise ConfigError(f"{out_dir}: item {missing[0]} is not among the references "
+                          "(scoring against a different data_dir, split or references file?)")
     references = {}
     scores = []
     for r in records:
         if r["item"] not in references:
             references[r["item"]] = parse_problem(by_id[r["item"]].problem, domain, source=r["item"])
-        scores.append({**score_attempt(r, references[r["item"]], domain), "style": r.get("style")})
+        scores.append({**score_attempt(r, references[r["item"]], domain),
+                       "style": r.get("style") or by_id[r["item"]].style})
     with open(out_dir / SCORES, "w") as f:
         f.writelines(json.dumps(s, sort_keys=True) + "\n" for s in scores)
     rounds = max(s["attempt"] for s in scores)

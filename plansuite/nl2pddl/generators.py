@@ -380,22 +380,17 @@ def chat_messages(description: str, domain_text: str, feedback: Feedback | None,
     return messages
 
 
-class OpenAIChatGenerator:
-    """Chat completions through the official ``openai`` SDK (the ``openai`` extra), at any
-    OpenAI-compatible ``base_url``: the SDK retries connection errors, timeouts, HTTP 408, 409,
-    429 and 5xx with exponential back-off (``retries`` times) and bounds each request by
-    ``timeout_s``.
-
+class ChatClient:
+    """One OpenAI-compatible chat endpoint through the official ``openai`` SDK (the ``openai``
+    extra), at any ``base_url``: the SDK retries connection errors, timeouts, HTTP 408, 409, 429
+    and 5xx with exponential back-off (``retries`` times) and bounds each request by ``timeout_s``.
     The API key is read from the environment variable named by ``api_key_env`` (never stored in
-    a config); no key means no ``Authorization`` header (typical for local servers).
-    ``few_shot`` > 0 puts that many solved pairs of the ``train`` split of ``examples_dir`` (a
-    ``task=data`` folder) before each task, as user/assistant turns.
-    """
+    a config); no key means no ``Authorization`` header (typical for local servers). A failure of
+    the endpoint is a :class:`BackendError`."""
 
     def __init__(self, base_url: str, model: str, api_key_env: str | None = "OPENAI_API_KEY",
                  temperature: float = 0.0, max_tokens: int = 1024, timeout_s: float = 120.0,
-                 retries: int = 2, few_shot: int = 0, examples_dir: str | Path | None = None):
-        self.examples = _few_shot(few_shot, examples_dir)
+                 retries: int = 2):
         try:
             import openai
         except ImportError as exc:
@@ -410,14 +405,13 @@ class OpenAIChatGenerator:
                                     timeout=timeout_s, max_retries=retries)
         self._errors = openai
 
-    def generate(self, description: str, domain_text: str, feedback: Feedback | None) -> str:
+    def complete(self, messages: list[dict]) -> str:
+        """The reply's text (``choices[0].message.content``)."""
         errors = self._errors
         try:
             reply = self.client.chat.completions.create(
-                model=self.model,
-                messages=chat_messages(description, domain_text, feedback, self.examples),
-                temperature=self.temperature, max_tokens=self.max_tokens,
-                extra_headers=self.request_headers)
+                model=self.model, messages=messages, temperature=self.temperature,
+                max_tokens=self.max_tokens, extra_headers=self.request_headers)
         except errors.APIStatusError as exc:
             detail = (exc.response.text or "")[:200].strip()
             raise BackendError(f"{self.url}: HTTP {exc.status_code} {detail}") from exc
@@ -432,7 +426,25 @@ class OpenAIChatGenerator:
             text = reply.model_dump_json() if hasattr(reply, "model_dump_json") else str(reply)
             raise BackendError(f"{self.url}: reply has no choices[0].message.content "
                                f"({text[:120]})") from exc
-        return extract_problem(content or "")
+        return content or ""
+
+
+class OpenAIChatGenerator:
+    """A chat model at an OpenAI-compatible endpoint (:class:`ChatClient`) as a backend.
+
+    ``few_shot`` > 0 puts that many solved pairs of the ``train`` split of ``examples_dir`` (a
+    ``task=data`` folder) before each task, as user/assistant turns.
+    """
+
+    def __init__(self, base_url: str, model: str, api_key_env: str | None = "OPENAI_API_KEY",
+                 temperature: float = 0.0, max_tokens: int = 1024, timeout_s: float = 120.0,
+                 retries: int = 2, few_shot: int = 0, examples_dir: str | Path | None = None):
+        self.examples = _few_shot(few_shot, examples_dir)
+        self.chat = ChatClient(base_url, model, api_key_env, temperature, max_tokens, timeout_s, retries)
+
+    def generate(self, description: str, domain_text: str, feedback: Feedback | None) -> str:
+        return extract_problem(self.chat.complete(chat_messages(description, domain_text, feedback,
+                                                                self.examples)))
 
 
 def _few_shot(count: int, data_dir: str | Path | None) -> list[tuple[str, str]]:

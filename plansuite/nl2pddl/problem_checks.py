@@ -10,7 +10,7 @@
    planned without a ``maximize (total-time)`` metric it cannot read) adds a ``planner-note``
    diagnostic that does not fail the check;
 4. the critic, when one is configured (``critic-object``, ``critic-init``, ``critic-goal``,
-   ``critic``).
+   ``critic``; ``critic-no-verdict`` when it gave none: ``critic_accepted`` stays ``None``).
 
 A candidate is operationally successful when every check that ran passed and all of 1–3 ran;
 the critic is part of it when configured (``critic_accepted`` is ``None`` when it is not).
@@ -125,7 +125,9 @@ class OperationalChecker:
         if self.critic is not None and description is not None:
             verdict = self.judge(description, text)
             accepted = verdict.accepted
-            if not accepted:
+            if accepted is None:  # no verdict (a chat critic's unreadable reply): recorded, blocks nothing
+                diagnostics.append(Diagnostic("critic-no-verdict", self.source, "critic", verdict.message))
+            elif not accepted:
                 d = critic_diagnostic(verdict, self.source)
                 diagnostics.append(replace(d, line=section_line(text, d.construct)))
         return CheckReport(True, consistent, solvable, valid, accepted, tuple(diagnostics), plan)

@@ -31,8 +31,9 @@ from plansuite.pddl.checks import Diagnostic
 
 STOP_RULES = ("success", "unchanged", "no-feedback", "max-attempts")
 REWRITE_ORDERS = ("sampled", "critic")
-# nothing in the text to fix (a note accompanies a plan that was found and validated)
-NOT_ACTIONABLE = frozenset({"planner-timeout", "planner-error", "planner-note"})
+# nothing in the text to fix (a note accompanies a plan that was found and validated; a critic
+# that gave no verdict doubted nothing)
+NOT_ACTIONABLE = frozenset({"planner-timeout", "planner-error", "planner-note", "critic-no-verdict"})
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,11 @@ An atom is a tuple ``(predicate, arg1, ...)``; in action schemas, arguments that
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+
+from plansuite.pddl.expressions import Expr, canonical, expr_text, number_text, rename
 
 Atom = tuple[str, ...]
 
@@ -134,6 +137,9 @@ class Problem:
     # Numeric fluents in :init, keyed by canonical term text, e.g. {"(total-cost)": 0.0}.
     fluents: dict[str, float] = field(default_factory=dict)
     metric: str | None = None  # canonical, e.g. "minimize (total-cost)"
+    # PDDL 2.1 goal comparisons in canonical form (:mod:`.expressions`), e.g.
+    # ("<=", ("+", ("value", "c0"), "1"), ("value", "c1")); read by :mod:`.numeric_goals`.
+    goal_numeric: frozenset[Expr] = frozenset()
 
 
 def rename_atoms(atoms: Iterable[Atom], mapping: dict[str, str]) -> frozenset[Atom]:
@@ -146,8 +152,8 @@ def rename_atoms(atoms: Iterable[Atom], mapping: dict[str, str]) -> frozenset[At
 
 
 def rename_problem(problem: Problem, mapping: dict[str, str]) -> Problem:
-    """``problem`` with its objects renamed by ``mapping``, a bijection of its objects (STRIPS:
-    fluents are not renamed).
+    """``problem`` with its objects renamed by ``mapping``, a bijection of its objects (fluent
+    values and the metric are not renamed; numeric goals are).
 
     >>> p = Problem("p", "d", {"a": "ball", "b": "ball"}, frozenset({("at", "a", "r")}), frozenset({("at", "b", "r")}))
     >>> q = rename_problem(p, {"a": "b", "b": "a"})
@@ -156,7 +162,85 @@ def rename_problem(problem: Problem, mapping: dict[str, str]) -> Problem:
     """
     return replace(problem, objects={mapping.get(o, o): t for o, t in problem.objects.items()},
                    init=rename_atoms(problem.init, mapping), goal_pos=rename_atoms(problem.goal_pos, mapping),
-                   goal_neg=rename_atoms(problem.goal_neg, mapping))
+                   goal_neg=rename_atoms(problem.goal_neg, mapping),
+                   goal_numeric=frozenset(canonical(rename(e, mapping)) for e in problem.goal_numeric))
+
+
+def _schema_structure(schema: Schema) -> tuple:
+    """A schema with its parameters renamed by position (``?0``, ``?1``, ...), parts sorted."""
+    names = {var: f"?{i}" for i, (var, _) in enumerate(schema.parameters)}
+
+    def atoms(part: tuple[Atom, ...]) -> tuple[Atom, ...]:
+        return tuple(sorted((a[0], *(names.get(x, x) for x in a[1:])) for a in part))
+
+    def pairs(part: tuple[tuple[str, str], ...]) -> tuple[tuple[str, ...], ...]:
+        return tuple(sorted(tuple(sorted(names.get(x, x) for x in pair)) for pair in part))
+
+    return (tuple(t for _, t in schema.parameters), atoms(schema.pre_pos), atoms(schema.pre_neg),
+            pairs(schema.pre_eq), pairs(schema.pre_neq), atoms(schema.add), atoms(schema.delete))
+
+
+def _action21_structure(action: Action21) -> tuple:
+    """A PDDL 2.1 action's parts with its parameters renamed by position (in the texts too)."""
+    names = {var: f"?{i}" for i, (var, _) in enumerate(action.parameters)}
+
+    def text(value: str | None) -> str | None:
+        return None if value is None else re.sub(r"\?[^\s()]+", lambda m: names.get(m[0], m[0]),
+                                                 value)
+
+    return (tuple(t for _, t in action.parameters), text(action.duration),
+            tuple(sorted((w, text(c)) for w, c in action.conditions)),
+            tuple(sorted((w, text(e)) for w, e in action.effects)))
+
+
+def domain_structure(domain: Domain) -> dict[str, dict]:
+    """What a model trained on ``domain`` depends on, by part: types, constants, predicates with
+    their parameter types, and every action's parameter types, preconditions and effects, up to
+    renaming of parameters. The domain's name, its requirements and parameter names do not count.
+
+    >>> a = Domain("a", frozenset(), {}, {}, {"p": ("object",)},
+    ...            (Schema("go", (("?x", "object"),), pre_pos=(("p", "?x"),)),))
+    >>> b = Domain("b", frozenset(), {}, {}, {"p": ("object",)},
+    ...            (Schema("go", (("?y", "object"),), pre_pos=(("p", "?y"),)),))
+    >>> domain_structure(a) == domain_structure(b)
+    True
+    """
+    return {"types": dict(sorted(domain.types.items())),
+            "constants": dict(sorted(domain.constants.items())),
+            "predicates": dict(sorted(domain.predicates.items())),
+            "functions": dict(sorted(domain.function_types.items())),
+            "actions": {s.name: _schema_structure(s) for s in sorted(domain.actions, key=lambda s: s.name)}
+            | {a.name: _action21_structure(a) for a in sorted(domain.actions21, key=lambda a: a.name)}}
+
+
+def structure_difference(a: Domain, b: Domain, labels: tuple[str, str] = ("first", "second")) -> str | None:
+    """``None`` when ``a`` and ``b`` have the same :func:`domain_structure`, else the first part
+    that differs, in words: the entries only one of them has, or those that differ.
+
+    >>> one = Domain("bw", frozenset(), {}, {}, {"on-table": ("object",), "arm-empty": ()}, ())
+    >>> two = Domain("bw", frozenset(), {}, {}, {"ontable": ("object",), "arm-empty": ()}, ())
+    >>> structure_difference(one, two, ("the export's", "this one"))
+    "predicates differ: on-table/1 only in the export's; ontable/1 only in this one"
+    >>> structure_difference(one, one) is None
+    True
+    """
+    sa, sb = domain_structure(a), domain_structure(b)
+    for part in sa:
+        x, y = sa[part], sb[part]
+        if x == y:
+            continue
+
+        def entry(name: str, value, part: str = part) -> str:
+            return f"{name}/{len(value)}" if part == "predicates" else name
+
+        only = [", ".join(entry(n, v) for n, v in one.items() if n not in other)
+                for one, other in ((x, y), (y, x))]
+        said = [f"{text} only in {label}" for text, label in zip(only, labels, strict=True) if text]
+        changed = ", ".join(entry(n, v) for n, v in x.items() if n in y and y[n] != v)
+        if changed:
+            said.append(f"{changed} not the same in both")
+        return f"{part} differ: " + "; ".join(said)
+    return None
 
 
 def problem_to_pddl(problem: Problem, domain: Domain | None = None) -> str:
@@ -174,6 +258,7 @@ def problem_to_pddl(problem: Problem, domain: Domain | None = None) -> str:
         objects = " ".join(sorted(problem.objects))
     goal = sorted(atom_text(a) for a in problem.goal_pos)
     goal += sorted(f"(not {atom_text(a)})" for a in problem.goal_neg)
+    goal += sorted(map(expr_text, problem.goal_numeric))
     lines = [
         f"(define (problem {problem.name})",
         f"  (:domain {problem.domain_name})",
@@ -189,15 +274,6 @@ def problem_to_pddl(problem: Problem, domain: Domain | None = None) -> str:
         ")",
     ]
     return "\n".join(lines) + "\n"
-
-
-def number_text(value: float) -> str:
-    """A PDDL number: integers without a decimal point, as people and IPC files write them.
-
-    >>> number_text(3.0), number_text(2.5), number_text(-1.0)
-    ('3', '2.5', '-1')
-    """
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
 def _sorted_texts(atoms: Iterable[Atom]) -> list[str]:

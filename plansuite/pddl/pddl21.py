@@ -18,8 +18,6 @@ the files; the parsed :class:`~plansuite.pddl.model.Action21` serve checks and t
 
 from __future__ import annotations
 
-import re
-
 from plansuite.errors import PDDLError
 from plansuite.pddl.checks import (
     ASSIGNMENTS,
@@ -29,6 +27,7 @@ from plansuite.pddl.checks import (
     check_function_term,
     raise_first,
 )
+from plansuite.pddl.expressions import ARITHMETIC, COMMUTATIVE, is_comparison, is_number
 from plansuite.pddl.model import ROOT_TYPE, Action21, Domain
 from plansuite.pddl.reader import Node, line_of, lower_ascii, scan
 
@@ -36,16 +35,7 @@ NUMERIC_REQUIREMENTS = frozenset({":numeric-fluents", ":fluents"})
 TEMPORAL_REQUIREMENTS = frozenset({":durative-actions"})
 SUPPORTED = frozenset({":strips", ":typing", ":negative-preconditions", ":equality",
                        ":action-costs"}) | NUMERIC_REQUIREMENTS | TEMPORAL_REQUIREMENTS
-COMPARISONS = frozenset({"<", "<=", ">", ">=", "="})
-ARITHMETIC = frozenset({"+", "-", "*", "/"})
 TIMES = {("at", "start"): "at start", ("at", "end"): "at end", ("over", "all"): "over all"}
-_NUMBER = re.compile(r"-?\d+(\.\d+)?")
-
-
-def is_number(token: str) -> bool:
-    return bool(_NUMBER.fullmatch(token))
-
-
 def text_of(node: Node | str) -> str:
     """Canonical single-spaced text of a form."""
     if isinstance(node, str):
@@ -54,14 +44,24 @@ def text_of(node: Node | str) -> str:
 
 
 def needs_pddl21(text: str, source: str = "<domain>") -> bool:
-    """Whether a domain text declares numeric/temporal requirements or has a durative action
-    (then :func:`parse_domain21` reads it, not the STRIPS path)."""
+    """Whether a domain text declares numeric/temporal requirements, a numeric function other
+    than ``total-cost`` or a durative action (then :func:`parse_domain21` reads it, not the
+    STRIPS path, and names what is missing, e.g. the requirement).
+
+    >>> needs_pddl21("(define (domain d) (:requirements :typing) (:functions (value ?c)))")
+    True
+    >>> needs_pddl21("(define (domain d) (:requirements :action-costs) (:functions (total-cost)))")
+    False
+    """
     root = scan(lower_ascii(text), source, "domain")  # scan errors name the file
     for section in _sections(root):
         if section.head() == ":durative-action":
             return True
         if section.head() == ":requirements" and \
                 set(section[1:]) & (NUMERIC_REQUIREMENTS | TEMPORAL_REQUIREMENTS):
+            return True
+        if section.head() == ":functions" and any(
+                isinstance(f, Node) and f.head() not in (None, "total-cost") for f in section[1:]):
             return True
     return False
 
@@ -100,11 +100,17 @@ def typed_list(items: list, source: str, where: str) -> list[tuple[str, str]]:
     return out + [(name, ROOT_TYPE) for name in pending]
 
 
-class _Reader:
-    """Walks one domain's actions, collecting a diagnostic for every problem it sees."""
+class Reader:
+    """Walks one domain's actions (or, given a problem's objects, its goal comparisons), collecting
+    a diagnostic for every problem it sees."""
 
-    def __init__(self, domain: Domain, text: str):
-        self.domain, self.text, self.src = domain, text, domain.source
+    def __init__(self, domain: Domain, text: str, source: str | None = None,
+                 objects: dict[str, str] | None = None):
+        self.domain, self.text, self.src = domain, text, source or domain.source
+        self.objects = domain.constants if objects is None else objects  # names terms may use
+        # n-ary + and * (PDDL 3.1): read in problems' goal comparisons, which the suite
+        # compares; refused in domains, whose actions VAL and ENHSP must read (both refuse them)
+        self.nary = objects is not None
         self.out: list[Diagnostic] = []
         self.uses_numeric = self.uses_durative = False
 
@@ -141,8 +147,7 @@ class _Reader:
             return []
         if head == "not" and len(node) == 2 and isinstance(node[1], Node):
             self.literal(node[1], where, params)
-        elif head in COMPARISONS and len(node) == 3 and not (
-                head == "=" and all(isinstance(x, str) and not is_number(x) for x in node[1:])):
+        elif is_comparison(node) and len(node) == 3:
             self.uses_numeric = True
             for operand in node[1:]:
                 self.expression(operand, f"{where} {text_of(node)}", params)
@@ -185,11 +190,13 @@ class _Reader:
                      f"term (write ({node}) for a 0-ary function)")
             return
         head = node.head()
-        if head in ARITHMETIC and (len(node) == 3 or (head == "-" and len(node) == 2)):
+        if head in ARITHMETIC and (len(node) == 3 or (head == "-" and len(node) == 2)
+                                   or (head in COMMUTATIVE and self.nary and len(node) > 3)):
             for operand in node[1:]:
                 self.expression(operand, where, params, duration_ok)
         elif head in ARITHMETIC:
-            self.add("arity", where, f"'{head}' takes two operands, got {len(node) - 1}", node)
+            many = " or more" if head in COMMUTATIVE and self.nary else ""
+            self.add("arity", where, f"'{head}' takes two{many} operands, got {len(node) - 1}", node)
         else:
             self.function_term(node, where, params)
 
@@ -201,7 +208,7 @@ class _Reader:
             self.add("undeclared-function", where,
                      f"'{node.head()}' is a predicate, used here as a function", node)
             return
-        self.out += check_function_term(self.domain, tuple(node), params, self.domain.constants,
+        self.out += check_function_term(self.domain, tuple(node), params, self.objects,
                                         self.src, where, self.line(node))
 
     # ---- effects ------------------------------------------------------------------------------
@@ -352,7 +359,7 @@ def read_domain21(text: str, source: str = "<domain>") -> tuple[Domain, list[Dia
                             "unknown or unsupported domain section", kind="unsupported")
     domain = Domain(name=define[1][1], actions=(), source=source,
                     functions=frozenset(fields["function_types"]), **fields)
-    reader = _Reader(domain, text)
+    reader = Reader(domain, text)
     reader.out += check_domain(domain, text)  # types, constants and :typing, as for STRIPS
     for req in sorted(domain.requirements - SUPPORTED):
         reader.add("unsupported", f"requirement {req}", "not supported (STRIPS, typing, negative "

@@ -1,7 +1,7 @@
 """From config values to generator/verifier objects: model exports or symbolic stand-ins.
 
-``generator`` is an export directory, ``random`` (the random baseline) or ``synthetic`` (a
-goal-directed fake with known error rates); ``verifier`` is an export directory, ``none``,
+``generator`` is an export directory, ``random`` (the random baseline), ``fast_downward`` (the
+classical planner's plan, step by step) or ``synthetic`` (a goal-directed fake with known error rates); ``verifier`` is an export directory, ``none``,
 ``oracle`` or ``oracle_action``. :mod:`plansuite.models.inference` (and so torch) is imported
 only when an export is given, so the planners run, and are tested, without any model.
 """
@@ -12,19 +12,76 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
+from plansuite.data.augment import (
+    boundary_mapping,
+    rename_atoms,
+    rename_codec_text,
+    vocabulary_names,
+)
 from plansuite.data.verifier_recipes import verifier_input
 from plansuite.errors import ConfigError, PlansuiteError
+from plansuite.pddl.model import Domain, Problem
 from plansuite.planning.baselines import (
+    FastDownwardGenerator,
     OracleVerifier,
     RandomApplicableGenerator,
     SyntheticGenerator,
 )
 from plansuite.planning.protocols import Generator, GenRequest, Proposal, Verifier, VerifyRequest
 
-GENERATOR_CHOICES = ("random", "synthetic")
+GENERATOR_CHOICES = ("random", "synthetic", "fast_downward")
 VERIFIER_CHOICES = ("none", "oracle", "oracle_action")
+
+
+class ModelNames:
+    """The names a model knows, and the renaming of each instance's objects into them.
+
+    A model only ever sees the object names it was trained on: before a request reaches it,
+    the instance's objects are renamed by :func:`plansuite.data.augment.boundary_mapping`
+    (deterministic, type-preserving; the identity when the model knows every name), and what it
+    answers is renamed back, so plans come out in the instance's own names. The names are the
+    export's ``object_names``; an older export without them falls back to the names its atom
+    tokenizer spells (a BPE export without them is not renamed). Requests without a task (test
+    doubles) are not renamed.
+    """
+
+    def __init__(self, model):
+        self.model = model
+        self.known: dict[str, list[str]] | None = None
+        self.mappings: dict[tuple, tuple[dict[str, str], dict[str, str]]] = {}
+
+    def names(self, domain: Domain) -> dict[str, list[str]] | None:
+        meta = getattr(self.model, "meta", None) or {}
+        if self.known is None and "object_names" in meta:
+            names = meta["object_names"]
+            if not (isinstance(names, dict) and all(isinstance(v, list) for v in names.values())):
+                raise ConfigError("object_names in the export's plansuite.json: expected "
+                                  "{type: [names]}, found " + type(names).__name__)
+            self.known = {str(t): [str(n) for n in v] for t, v in names.items()}
+        elif self.known is None and meta.get("tokenizer") == "atom":
+            self.known = vocabulary_names(list(self.model.tokenizer.get_vocab()), domain)
+        return self.known
+
+    def mapping(self, instance: str, problem: Problem, domain: Domain) -> tuple[dict, dict]:
+        """(instance -> model names, model -> instance names); empty for the identity."""
+        key = (instance, tuple(sorted(problem.objects.items())))
+        if key not in self.mappings:
+            known = self.names(domain)
+            forward = {} if known is None else boundary_mapping(problem.objects, known, instance)
+            self.mappings[key] = forward, {v: k for k, v in forward.items()}
+        return self.mappings[key]
+
+    def of(self, request: GenRequest | VerifyRequest) -> tuple[dict, dict]:
+        task = request.task
+        return ({}, {}) if task is None else self.mapping(request.instance, task.problem, task.domain)
+
+    def check(self, instances, domain: Domain) -> None:
+        """Every instance's renaming, before planning: too many objects is one line now."""
+        for inst in instances:
+            self.mapping(inst.id, inst.problem, domain)
 
 
 class ModelGenerator:
@@ -37,11 +94,17 @@ class ModelGenerator:
 
     def __init__(self, policy):
         self.policy = policy
+        self.names = ModelNames(policy)
 
     def propose(self, requests: Sequence[GenRequest]) -> list[Proposal]:
         groups: dict[tuple, list[int]] = {}
         for i, r in enumerate(requests):
             groups.setdefault((r.temperature, r.top_p, r.max_new_tokens), []).append(i)
+        maps = [self.names.of(r) for r in requests]
+        requests = [r if not m[0] else replace(r, goal=rename_atoms(r.goal, m[0]),
+                                               state=rename_atoms(r.state, m[0]),
+                                               exclude_actions=rename_atoms(r.exclude_actions, m[0]))
+                    for r, m in zip(requests, maps, strict=True)]
         out: list[Proposal] = [Proposal("")] * len(requests)
         for (temperature, top_p, max_new_tokens), index in groups.items():
             excluded = [requests[i].exclude_actions for i in index]
@@ -51,7 +114,9 @@ class ModelGenerator:
                                              seed=[requests[i].seed for i in index],
                                              exclude_actions=excluded if any(excluded) else None)
             for i, g in zip(index, generated, strict=True):
-                out[i] = Proposal(str(g.text), int(g.n_tokens))
+                back = maps[i][1]
+                out[i] = Proposal(rename_codec_text(str(g.text), back) if back else str(g.text),
+                                  int(g.n_tokens))
         return out
 
 
@@ -62,17 +127,38 @@ class ModelVerifier:
         self.scorer = scorer
         self.threshold = float(scorer.threshold)
         self.input_kind = scorer.input_kind
+        self.names = ModelNames(scorer)
 
     def score(self, requests: Sequence[VerifyRequest]) -> list[float]:
-        texts = [verifier_input(self.input_kind, r.state, r.action, r.next_state) for r in requests]
+        texts = []
+        for r in requests:
+            forward = self.names.of(r)[0]
+            state, action, next_state = (r.state, r.action, r.next_state) if not forward else (
+                rename_atoms(r.state, forward), rename_atoms((r.action,), forward)[0],
+                rename_atoms(r.next_state, forward))
+            texts.append(verifier_input(self.input_kind, state, action, next_state))
         return [float(v) for v in self.scorer.score(texts)]
 
 
-def load_generator(spec: str, device: str = "cpu", synthetic: dict | None = None) -> Generator:
+def check_instance_names(models, instances, domain: Domain) -> None:
+    """Every instance's renaming into each learned model's names, before planning starts (an
+    instance with more objects than a model knows names is one line, not a failure mid-run)."""
+    for model in models:
+        if isinstance(model, ModelGenerator | ModelVerifier):
+            model.names.check(instances, domain)
+
+
+def load_generator(spec: str, device: str = "cpu", synthetic: dict | None = None,
+                   domain_file: str | Path | None = None) -> Generator:
+    """``domain_file``: the PDDL file ``fast_downward`` plans with."""
     if spec == "random":
         return RandomApplicableGenerator()
     if spec == "synthetic":
         return SyntheticGenerator(**(synthetic or {}))
+    if spec == "fast_downward":
+        if domain_file is None:
+            raise ConfigError("generator=fast_downward: needs the domain file it plans with")
+        return FastDownwardGenerator(domain_file)
     path = _export_dir("generator", spec, GENERATOR_CHOICES)
     inference = _inference_module("generator", spec)
     return ModelGenerator(_load(inference.GeneratorPolicy, "generator", path, device))
@@ -152,23 +238,6 @@ def check_same_tokenizer(generator: str | Path, verifier: str | Path) -> None:
     if g is not None and v is not None and g != v:
         raise ConfigError(f"verifier={verifier}: its tokenizer differs from the generator's "
                           f"({generator}); use a verifier trained with the generator's tokenizer")
-
-
-def check_export_domain(role: str, spec: str, domain_name: str) -> None:
-    """An export trained on another domain is refused: its actions would be judged against this
-    domain's simulator and every plan read as garbage, with no error. Names are compared in lower
-    case, as the PDDL reader writes them."""
-    meta_file = Path(str(spec)) / "plansuite.json"
-    if not meta_file.is_file():
-        return  # not an export (a choice like ``random``), or one that loading reports
-    try:
-        meta = json.loads(meta_file.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{meta_file}: unreadable ({exc.__class__.__name__})") from exc
-    trained = meta.get("domain") if isinstance(meta, dict) else None
-    if isinstance(trained, str) and trained.lower() != domain_name:
-        raise ConfigError(f"{role}={spec}: trained on domain '{trained}', but the configured domain "
-                          f"is '{domain_name}' (choose domain=... to match, or another export)")
 
 
 def check_device(device: str) -> str:

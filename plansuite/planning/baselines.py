@@ -7,12 +7,16 @@ Every random choice uses the request's own seed, so results never depend on batc
 from __future__ import annotations
 
 import random
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from plansuite.errors import ConfigError
 from plansuite.pddl.codec import Step, format_completion
+from plansuite.pddl.fast_downward import solve
 from plansuite.pddl.judge import StepVerdict, judge_step
+from plansuite.pddl.model import parse_atom_text, problem_to_pddl
 from plansuite.pddl.simulator import GroundTask, Inapplicable
 from plansuite.planning.loops import PlannerSpec
 from plansuite.planning.protocols import Generator, GenRequest, Proposal, VerifyRequest
@@ -48,6 +52,50 @@ class RandomApplicableGenerator:
             a = random.Random(r.seed).choice(actions)
             out.append(Proposal(format_completion(task.actions[a], task.decode(task.apply(state, a)))))
         return out
+
+
+class FastDownwardGenerator:
+    """Fast Downward's plan from the request's state, one step per request, each with its true
+    next state: the classical planner as a row of the same tables (``planner=fast_downward``).
+
+    A plan is made once per (instance, state) and every state along it is remembered, so an
+    attempt costs one planner call; a dead end or an unsolvable state is an empty completion.
+    ``mode`` is an FD alias or ``optimal`` / ``satisficing`` (:mod:`plansuite.pddl.fast_downward`).
+    """
+
+    def __init__(self, domain_file: str | Path, mode: str = "satisficing", time_limit: float = 60):
+        self.domain_file, self.mode, self.time_limit = Path(domain_file), mode, time_limit
+        self.next_action: dict[tuple[str, int], str | None] = {}
+
+    def propose(self, requests: Sequence[GenRequest]) -> list[Proposal]:
+        out = []
+        for r in requests:
+            task = _task(r)
+            state = task.try_encode(r.state)
+            if state is not None and (r.instance, state) not in self.next_action:
+                self._plan(r.instance, task, state)
+            action = None if state is None else self.next_action.get((r.instance, state))
+            a = None if action is None else task.action_id(action)
+            if a is None or a not in task.applicable(state) or action in r.exclude_actions:
+                out.append(NO_ACTION)
+                continue
+            out.append(Proposal(format_completion(task.actions[a], task.decode(task.apply(state, a)))))
+        return out
+
+    def _plan(self, instance: str, task: GroundTask, state: int) -> None:
+        init = frozenset(filter(None, map(parse_atom_text, task.decode(state))))
+        problem = replace(task.problem, init=init)
+        with tempfile.TemporaryDirectory(prefix="plansuite-fd-gen-") as tmp:
+            path = Path(tmp) / f"{instance}.pddl"
+            path.write_text(problem_to_pddl(problem, task.domain))
+            result = solve(self.domain_file, path, self.mode, self.time_limit)
+        self.next_action[(instance, state)] = None
+        for action in result.plan or []:
+            a = task.action_id(action)
+            if a is None:
+                break
+            self.next_action[(instance, state)] = action
+            state = task.apply(state, a)
 
 
 @dataclass

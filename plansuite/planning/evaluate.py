@@ -4,8 +4,11 @@ Output (``out_dir``)::
 
     results.json     GRR/BTR with 95 % CIs, every outcome's count, calls/tokens, attempts,
                      feedback (none | verifier | environment), the call budget per instance, VAL
-                     agreement, plan quality vs Fast Downward, wall time, resolved config
-    instances.jsonl  one line per instance: id, problem (its PDDL file), outcome, first_bad_step,
+                     agreement, plan quality vs Fast Downward, GRR [95 % CI] and n per object
+                     count (by_objects) and per number of goal atoms (by_goal_size), wall time,
+                     resolved config
+    instances.jsonl  one line per instance: id, problem (its PDDL file), outcome, objects (how
+                     many the problem has), goal_size (its goal's atoms), first_bad_step,
                      plan, plan_length, optimal_length, attempts, attempt_ends, calls,
                      calls_to_success (generator calls when a successful plan was proposed, else
                      null), events (loop-specific counts), sim_valid, val_valid/val_message,
@@ -78,6 +81,7 @@ def instance_record(ctx: InstanceContext, result: EpisodeResult, problem: Path,
     actions = plan_actions(result.plan) if result.plan is not None else None
     record = {
         "id": ctx.id, "problem": str(problem), "outcome": outcome.value,
+        "objects": len(ctx.task.problem.objects), "goal_size": len(ctx.goal) + len(ctx.goal_neg),
         "first_bad_step": first_bad, "plan": actions,
         "plan_length": None if actions is None else len(actions),
         "optimal_length": optimal_length,

@@ -149,6 +149,28 @@ def plan_quality(records: Sequence[dict]) -> dict:
             "optimal_fraction": rate(sum(r == 1 for r in ratios), len(ratios))}
 
 
+def grr_by(records: Sequence[dict], key: str) -> dict[str, dict]:
+    """GRR with its Wilson 95 % interval and ``n`` for each value of the records' integer ``key``
+    (e.g. ``objects``, ``goal_size``), in increasing order; records without it are left out
+    (journaled before the field existed).
+
+    >>> by = grr_by([{"outcome": "success", "objects": 10}, {"outcome": "no_plan", "objects": 3},
+    ...              {"outcome": "success", "objects": 3}, {"outcome": "success"}], "objects")
+    >>> list(by), by["3"]
+    (['3', '10'], {'n': 2, 'grr': 0.5, 'grr_ci': [0.0945, 0.9055]})
+    """
+    groups: dict[int, list[bool]] = {}
+    for r in records:
+        if r.get(key) is not None:
+            groups.setdefault(r[key], []).append(r["outcome"] == Outcome.SUCCESS.value)
+    return {str(value): {"n": len(hits), "grr": rate(sum(hits), len(hits)),
+                         "grr_ci": list(wilson_interval(sum(hits), len(hits)))}
+            for value, hits in sorted(groups.items())}
+
+
+BREAKDOWNS = {"by_objects": "objects", "by_goal_size": "goal_size"}  # results.json key: record key
+
+
 def summarize(records: Sequence[dict]) -> dict:
     """Everything ``results.json`` reports about a set of per-instance records."""
     total = {key: sum(r["calls"][key] for r in records) for key in ("generator", "verifier", "tokens")}
@@ -157,4 +179,5 @@ def summarize(records: Sequence[dict]) -> dict:
             "calls": total,
             "attempts": sum(r["attempts"] for r in records),
             "val": val_agreement(records),
-            "plan_quality": plan_quality(records)}
+            "plan_quality": plan_quality(records),
+            **{name: grr_by(records, key) for name, key in BREAKDOWNS.items()}}

@@ -4,7 +4,8 @@ Anything with ``propose(requests) -> list[Proposal]`` is a generator and anythin
 ``score(requests) -> list[float]`` and a ``threshold`` is a verifier: learned models
 (:mod:`.adapters`), the simulator (:mod:`.baselines`) and the test doubles of ``tests/scripted.py``.
 Requests carry their instance's ground task so symbolic stand-ins can use it; model adapters
-only read the text fields.
+read the text fields, and the task's objects only to rename them into the model's names
+(:class:`.adapters.ModelNames`).
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from plansuite.errors import ConfigError
+from plansuite.planning.metrics import BREAKDOWNS
 
 
 @dataclass
@@ -79,7 +80,7 @@ def _row(label: str, res: dict, run: dict, path: Path, planner: str | None = Non
         calls=dict(res.get("calls", {})),
         feedback=spec.get("feedback"),
         path=str(path.parent),
-        extra={**{k: res[k] for k in ("plan_quality", "val", "wall_s") if k in res},
+        extra={**{k: res[k] for k in ("plan_quality", "val", "wall_s", *BREAKDOWNS) if k in res},
                "instances_dir": str(run.get("instances_dir", ""))},
     )
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from plansuite.report import figures
 from plansuite.report.collect import Row
 from plansuite.report.paper import paired_table, paper_table
-from plansuite.report.tables import markdown, table1, table2
+from plansuite.report.tables import breakdown_table, markdown, table1, table2
 
 
 def _html_table(headers: list[str], body: list[list[str]]) -> str:
@@ -37,7 +37,9 @@ def write_report(rows: list[Row], out: Path, title: str = "plansuite report") ->
     more = [(heading, t) for heading, t in (
         ("Beside the paper: its published numbers on the same 200 instances", paper_table(rows)),
         ("Paired comparisons: each run minus each baseline, same instances and seed",
-         paired_table(rows))) if t]
+         paired_table(rows)),
+        ("GRR by object count", breakdown_table(rows, "by_objects", "objects")),
+        ("GRR by goal size (goal atoms)", breakdown_table(rows, "by_goal_size", "atoms"))) if t]
     md = [f"# {title}", "", f"Generated {time.strftime('%Y-%m-%d %H:%M')}.", "", "## Table 1", "",
           markdown(*t1), ""]
     if t2:

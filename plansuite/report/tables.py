@@ -167,6 +167,33 @@ def table2(rows: list[Row]) -> tuple[list[str], list[list[str]]] | None:
             "BTR V_base", "BTR V_generator"], body
 
 
+def breakdown_table(rows: list[Row], key: str,
+                    label: str) -> tuple[list[str], list[list[str]]] | None:
+    """GRR [95 % CI] (n) of every run per group of its ``results.json`` breakdown ``key``
+    (``by_objects``, ``by_goal_size``: :func:`plansuite.planning.metrics.grr_by`), one column per
+    group headed ``label`` and the group's value; ``None`` unless there are two groups or more.
+
+    >>> by = {"3": {"n": 2, "grr": 0.5, "grr_ci": [0.09, 0.91]}, "10": {"n": 1, "grr": 0.0,
+    ...       "grr_ci": [0.0, 0.79]}}
+    >>> row = Row("r", "p", "none", 1, 1.0, 0, 3, .3, (0, 1), 0, (0, 1), {}, {}, extra={"b": by})
+    >>> headers, body = breakdown_table([row], "b", "blocks")
+    >>> headers[3:], body[0][3:]
+    (['blocks 3', 'blocks 10'], ['0.500 [0.090, 0.910] (n=2)', '0.000 [0.000, 0.790] (n=1)'])
+    >>> breakdown_table([row], "other", "blocks") is None
+    True
+    """
+    groups = sorted({int(g) for r in rows for g in r.extra.get(key) or {}})
+    if len(groups) < 2:
+        return None
+    body = []
+    for r in rows:
+        by = r.extra.get(key) or {}
+        body.append([r.label, r.planner, r.verifier_init, *(
+            f"{fmt_ci(c['grr'], c['grr_ci'])} (n={c['n']})" if (c := by.get(str(g))) else "–"
+            for g in groups)])
+    return ["run", "planner", "verifier", *(f"{label} {g}" for g in groups)], body
+
+
 SHORT = {"success": "success", "bad_action": "bad_act", "bad_next_state": "bad_nxt",
          "unparseable": "unparse", "goal_not_reached": "no_goal", "no_plan": "no_plan"}
 
