@@ -142,10 +142,10 @@ def test_corrupt_exports_name_the_export_and_the_damage(export, tmp_path, name, 
 
 # ---- Hydra's own failures end in one error line ----------------------------------------------------
 @pytest.mark.parametrize(("argv", "line"), [
-    (["planner=nonexistent"], "planner=nonexistent: unknown option (choose from generator, "
-                              "generator_verifier, posthoc, random_restart, refine_resume, "
+    (["planner=nonexistent"], "planner=nonexistent: unknown option (choose from fast_downward, "
+                              "generator, generator_verifier, posthoc, random_restart, refine_resume, "
                               "refine_resume_env)"),
-    (["-m", "planner=generator,bogus"], "planner=bogus: unknown option (choose from generator,"),
+    (["-m", "planner=generator,bogus"], "planner=bogus: unknown option (choose from fast_downward,"),
     (["planner.kk=3"], "planner.kk: unknown key (known in planner: budget, k, loop,"),
     (["seed=1", "nonsense=3"], "nonsense: unknown key (known in eval: baselines,"),
 ])
@@ -218,8 +218,8 @@ def test_a_sweep_with_one_unknown_option_runs_none_of_its_jobs(tmp_path):
                           f"instances={tmp_path}", "planner=random_restart,nonexistent",
                           f"hydra.sweep.dir={tmp_path / 'sweep'}"], text=True, capture_output=True, timeout=300)
     assert run.returncode == 1 and run.stderr.strip().splitlines() == [
-        "error: planner=nonexistent: unknown option (choose from generator, generator_verifier, posthoc, "
-        "random_restart, refine_resume, refine_resume_env)"]
+        "error: planner=nonexistent: unknown option (choose from fast_downward, generator, "
+        "generator_verifier, posthoc, random_restart, refine_resume, refine_resume_env)"]
     assert not (tmp_path / "sweep").exists()
 
 

@@ -50,6 +50,16 @@ SUMMARY_KEYS = ("grr", "grr_ci", "btr", "btr_ci", "n_instances", "outcomes", "ca
                 "by_objects", "by_goal_size")
 
 
+def check_folder_domain(folder: Path, domain: Domain) -> None:
+    """A folder that ships its own ``domain.pddl`` must hold ``domain`` (up to names: compared by
+    structure) where nothing else can be planned against, as in ``plansuite-skills``."""
+    own = folder / "domain.pddl"
+    if own.is_file():
+        difference = structure_difference(domain, load_domain(own), ("the dataset's", "the folder's"))
+        if difference is not None:
+            raise ConfigError(f"{own}: not the dataset's domain {domain.name} ({difference})")
+
+
 def folder_domain(folder: Path, path: Path, domain: Domain, explicit: bool) -> tuple[Path, Domain]:
     """The domain file to plan against, and its domain: a folder that ships its own
     ``domain.pddl`` is planned against it unless that is the configured domain already (compared
