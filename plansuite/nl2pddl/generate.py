@@ -81,7 +81,7 @@ def resolve_domain(value: str | None) -> tuple[Path, str | None]:
     ('gripper.pddl', 'gripper')
     >>> resolve_domain("no-such-domain")
     Traceback (most recent call last):
-    plansuite.errors.ConfigError: domain=no-such-domain: neither a built-in domain (blocksworld, gripper, fuel-delivery, timed-delivery) nor a file
+    plansuite.errors.ConfigError: domain=no-such-domain: neither a built-in domain (blocksworld, gripper, logistics, fuel-delivery, timed-delivery) nor a file
     """
     if not value:
         raise ConfigError("domain: required for task=generate (a built-in domain's name or a domain file)")
