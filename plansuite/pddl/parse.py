@@ -15,11 +15,11 @@ import re
 import sys
 from pathlib import Path
 
-from plansuite.errors import PDDLError, clip
+from plansuite.errors import ConfigError, PDDLError, clip
 from plansuite.pddl.model import ROOT_TYPE, Atom, Domain, Problem, Schema
 from plansuite.pddl.reader import prepare_domain, prepare_problem, read_text
 
-__all__ = ["load_domain", "load_problem", "parse_domain", "parse_problem", "read_text"]
+__all__ = ["load_domain", "load_problem", "parse_domain", "parse_problem", "problem_files", "read_text"]
 
 _IGNORED_REQUIREMENTS = {":action-costs"}  # unit costs: (increase (total-cost) n) is ignored
 
@@ -70,6 +70,18 @@ def load_domain(path: str | Path, *, check: bool = True) -> Domain:
 def load_problem(path: str | Path, domain: Domain, *, check: bool = True) -> Problem:
     """Parse a problem file and check it against ``domain``."""
     return parse_problem(read_text(path, "problem"), domain, source=str(path), check=check)
+
+
+def problem_files(folder: str | Path) -> list[Path]:
+    """The ``*.pddl`` problems of ``folder`` by name (a file named ``domain.pddl`` is skipped);
+    one ConfigError line when the folder is missing or holds none."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ConfigError(f"{folder}: instance folder not found")
+    files = sorted(f for f in folder.glob("*.pddl") if f.stem != "domain")
+    if not files:
+        raise ConfigError(f"{folder}: no problem files (*.pddl)")
+    return files
 
 
 def parse_domain(text: str, source: str = "<domain>", *, check: bool = True) -> Domain:

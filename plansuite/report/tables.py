@@ -4,7 +4,7 @@
   Table 1 lists every run; Table 2 has one cell per (planner, k, τ, verifier init), whose runs
   (usually one per seed) are aggregated, never dropped (:class:`Cell`);
 - the one-line-per-run console table of ``plansuite-eval`` (:func:`table_header`, :func:`table_row`);
-- GRR at equal call budgets (:func:`sample_efficiency_table`, :mod:`plansuite.planning.budget`);
+- GRR at equal call budgets (:func:`sample_efficiency_table`, :mod:`plansuite.report.sample_efficiency`);
 - the skill rounds (:func:`rounds_table`, ``rounds.md`` of :mod:`plansuite.skills.rounds`).
 """
 
