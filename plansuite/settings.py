@@ -95,6 +95,15 @@ def _nested_class(f: dataclasses.Field) -> type | None:
     return type(default) if dataclasses.is_dataclass(default) else None
 
 
+def override_key(override: str) -> str:
+    """The key a Hydra command-line override sets (``+`` / ``++`` / ``~`` and the value dropped).
+
+    >>> [override_key(o) for o in ("planner.k=8", "+tuning.data=D", "~logger", "seed=1,2")]
+    ['planner.k', 'tuning.data', 'logger', 'seed']
+    """
+    return override.split("=", 1)[0].lstrip("+~")
+
+
 def flatten(d: Mapping, prefix: str = "") -> dict[str, Any]:
     """``{"model": {"optim": {"lr": 1}}}`` -> ``{"model.optim.lr": 1}``.
 

@@ -102,3 +102,58 @@ def test_no_two_modules_share_a_file_name():
         if path.name != "__init__.py":
             seen.setdefault(path.name, []).append(name)
     assert {f: m for f, m in seen.items() if len(m) > 1} == {}
+
+
+# The layers, lowest first: a module imports only from layers below its own (and its own package).
+# Packages sharing a layer do not import each other (the foundation, layer 0, excepted).
+LAYERS = [
+    {"plansuite", "config_dir", "errors", "jsonl", "progress", "settings", "tracking"},
+    {"pddl"},  # torch-free PDDL: parse, simulate, judge, plan
+    {"domains"},  # built-in domains and state samplers over PDDL
+    {"data"},  # datasets and recipes (torch-free)
+    {"models"},  # LightningModules, DataModules, sampling a model
+    {"planning"},  # planner loops over a model and the simulator
+    {"report"},  # tables and pages over results
+    {"nl2pddl"},  # natural language to PDDL (prints its tables with report.tables)
+    {"training"},
+    {"skills"},
+    {"cli", "pipeline"},
+]
+
+
+def layer_of(module: str) -> tuple[int, str]:
+    """(layer, package) of ``module``: ``plansuite.data.load`` is in ``data``'s layer."""
+    package = module.split(".")[1] if "." in module else module
+    for rank, members in enumerate(LAYERS):
+        if package in members:
+            return rank, package
+    raise AssertionError(f"{module}: package {package!r} is in no layer of tests/test_architecture.py")
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a module from a higher layer, or from another package of its own layer."""
+    out = []
+    for name, targets in sorted(graph.items()):
+        rank, package = layer_of(name)
+        for target in sorted(targets):
+            t_rank, t_package = layer_of(target)
+            if t_rank > rank or (t_rank == rank and t_package != package and rank > 0):
+                out.append(f"{name} imports {target}")
+    return out
+
+
+def test_no_module_imports_from_a_higher_layer():
+    assert upward_imports(import_graph()) == []
+
+
+def test_the_layer_check_finds_the_back_edges_it_forbids():
+    back_edges = {"plansuite.planning.budget": {"plansuite.report.tables"},
+                  "plansuite.data.verifier_recipes": {"plansuite.models.sampling"},
+                  "plansuite.domains.folder": {"plansuite.data.load"},
+                  "plansuite.report.paper": {"plansuite.nl2pddl.paired_runs"},
+                  "plansuite.data.load": {"plansuite.pddl.parse", "plansuite.errors"}}
+    assert upward_imports(back_edges) == [
+        "plansuite.data.verifier_recipes imports plansuite.models.sampling",
+        "plansuite.domains.folder imports plansuite.data.load",
+        "plansuite.planning.budget imports plansuite.report.tables",
+        "plansuite.report.paper imports plansuite.nl2pddl.paired_runs"]

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from plansuite.data.builder import DatasetSpec, build_dataset
+from plansuite.data.judged import judge_texts, step_rates
 from plansuite.data.load import load_transitions
 from plansuite.data.verifier_recipes import judged_items
 from plansuite.domains import domain_file, load_builtin
@@ -16,7 +17,6 @@ from plansuite.domains.blocksworld import BlocksworldStates
 from plansuite.errors import ConfigError
 from plansuite.models.datamodules import VerifierDataModule
 from plansuite.models.optim import OptimConfig
-from plansuite.models.sampling import judge_texts, step_rates
 from plansuite.models.tokenizer import build_atom_tokenizer
 from plansuite.models.verifier import VerifierModule
 from plansuite.models.verifier_metrics import binary_report, calibrate_threshold

@@ -79,6 +79,30 @@ def test_parent_types_are_declared_implicitly():
     assert d.types == {"block": "thing", "table": "thing", "thing": "object"}
 
 
+def test_object_tags_in_the_middle_of_a_typed_list_keep_every_group_as_written():
+    """``- object`` followed by another typed group: each group keeps its own type (deleting the
+    tag from the text once merged ``place item`` into ``food tool - item``, a type cycle)."""
+    text = """(define (domain d) (:requirements :strips :typing)
+      (:types place item - object food tool - item)
+      (:constants k - object h - place)
+      (:predicates (at ?x - object ?p - place) (eats ?f - food ?x - object))
+      (:action a :parameters (?x - object ?p - place ?t - tool)
+        :precondition (at ?x ?p) :effect (not (at ?x ?p))))"""
+    d = parse_domain(text, "d.pddl")
+    assert d.types == {"place": "object", "item": "object", "food": "item", "tool": "item"}
+    assert d.constants == {"k": "object", "h": "place"}
+    assert d.predicates == {"at": ("object", "place"), "eats": ("food", "object")}
+    assert d.actions[0].parameters == (("?x", "object"), ("?p", "place"), ("?t", "tool"))
+    p = parse_problem("(define (problem p) (:domain d) (:objects a b - object c - place f - food)"
+                      " (:init (at a c)) (:goal (at b c)))", d, "p.pddl")
+    assert p.objects == {"a": "object", "b": "object", "c": "place", "f": "food"}
+
+
+def test_an_either_type_naming_object_is_still_refused():
+    with pytest.raises(PDDLError, match=r"\['block', 'object'\]"):
+        parse_domain(domain_text().replace("(free ?x - object)", "(free ?x - (either object block))"))
+
+
 @pytest.mark.parametrize(("kind", "pre", "eff", "fragment"), [
     ("undeclared-predicate", "(and (free ?x) (freee ?y))", GOOD_EFF,
      "d.pddl:8: action move precondition (freee ?y): predicate 'freee' is not declared"),

@@ -17,10 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from plansuite import CONF_DIR
 from plansuite.errors import clip, os_error_line
-
-
-def _key(override: str) -> str:
-    return override.split("=", 1)[0].lstrip("+~")
+from plansuite.settings import override_key
 
 
 def _first_choice(override: str) -> str:
@@ -68,7 +65,7 @@ def unknown_option(overrides: list[str]) -> str | None:
     True
     """
     for override in overrides:
-        group = _key(override)
+        group = override_key(override)
         folder = Path(CONF_DIR) / group
         if group.startswith("hydra") or not folder.is_dir():
             continue
@@ -83,7 +80,7 @@ def unknown_option(overrides: list[str]) -> str | None:
 
 def _adds_config_folders(argv: list[str]) -> bool:
     return any(a.split("=", 1)[0] in _SEARCH_PATH_FLAGS for a in argv) or any(
-        _key(a).startswith("hydra.searchpath") for a in argv)
+        override_key(a).startswith("hydra.searchpath") for a in argv)
 
 
 def unknown_option_before_start(argv: list[str]) -> str | None:
@@ -114,7 +111,7 @@ def missing_extra(exc: BaseException, overrides: list[str]) -> str | None:
 
     def asks_for_it(override: str) -> bool:
         key, _, choice = override.partition("=")
-        option = Path(CONF_DIR) / _key(key) / f"{choice}.yaml"
+        option = Path(CONF_DIR) / override_key(key) / f"{choice}.yaml"
         return _PLAIN_CHOICE.fullmatch(choice) is not None and option.is_file() and name in option.read_text()
 
     via = next((o for o in overrides if asks_for_it(o)), None)
@@ -163,7 +160,7 @@ def unknown_key(config_name: str, overrides: list[str], exc: BaseException) -> s
     full = found.group(1)
     parent = full.rpartition(".")[0]
     try:
-        base = _compose(config_name, [o for o in overrides if _key(o) != full])
+        base = _compose(config_name, [o for o in overrides if override_key(o) != full])
     except Exception:  # another bad override as well: report this one without the list
         return f"{full}: unknown key (to add a new one, write +{full}=...)"
     node = OmegaConf.select(base, parent) if parent else base
@@ -189,7 +186,7 @@ def blocked_out_dir(config_name: str, argv: list[str]) -> str | None:
         return None  # the app creates out_dir itself (plansuite-data) and says what is wrong
     if "-m" in argv or "--multirun" in argv:
         return None  # each job's directory is made by the launcher, under the sweep dir
-    given = [a.split("=", 1)[1] for a in argv if _key(a) == "out_dir" and "=" in a]
+    given = [a.split("=", 1)[1] for a in argv if override_key(a) == "out_dir" and "=" in a]
     if not given or not given[-1]:
         return None
     return _blocked(Path(given[-1])) or _full(Path(given[-1]))

@@ -200,7 +200,7 @@ def _critic(cfg: DictConfig) -> dict:
 
 def _compare(cfg: DictConfig) -> dict:
     """Two scored runs at their final rounds, or two rounds of one run, paired by item."""
-    from plansuite.nl2pddl.paired_runs import paired_table, scores_at_round
+    from plansuite.nl2pddl.paired_runs import paired_style_table, scores_at_round
 
     runs, rounds = list(cfg.get("runs") or []), cfg.get("rounds")
     if rounds is not None:
@@ -213,7 +213,7 @@ def _compare(cfg: DictConfig) -> dict:
         title = f"{runs[0]} (A) vs {runs[1]} (B), final rounds"
     else:
         raise ConfigError("task=compare: give runs=[A,B], or runs=[RUN] rounds=[A,B]")
-    text = f"# {title}\n\n" + "\n".join(paired_table(a, b)) + "\n"
+    text = f"# {title}\n\n" + paired_style_table(a, b) + "\n"
     out_dir = Path(cfg.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / COMPARE_MD).write_text(text)

@@ -1,7 +1,7 @@
 """Hydra callbacks of the eval sweeps: what runs when a ``-m`` sweep ends.
 
 - :class:`SampleEfficiencyCallback` (``conf/experiment/adaplanner_sample_efficiency.yaml``):
-  GRR at equal generator-call budgets over the sweep's runs (:mod:`plansuite.planning.budget`).
+  GRR at equal generator-call budgets over the sweep's runs (:mod:`plansuite.report.sample_efficiency`).
 - :class:`EvaluateBestOnTest` (``conf/hparams_search/``): before the search, the study's folder
   made and its settings checked (a continued study measures the same thing); after it, the
   best parameters evaluated once on the test instances (:mod:`plansuite.planning.tuning`).
@@ -18,8 +18,8 @@ from typing import Any
 from hydra.experimental.callback import Callback
 
 from plansuite.errors import ConfigError
-from plansuite.planning.budget import write_report
 from plansuite.planning.tuning import best_on_test_overrides, best_params
+from plansuite.report.sample_efficiency import write_report
 from plansuite.report.tables import sample_efficiency_table
 from plansuite.settings import flatten, settings_changes
 

@@ -107,16 +107,10 @@ def check_limit(limit, key: str = "limit") -> int | None:
 
 def load_instances(folder: str | Path, domain: Domain, limit: int | None = None) -> list[Instance]:
     """Every ``*.pddl`` problem in ``folder`` (a file named ``domain.pddl`` is skipped)."""
-    from plansuite.pddl.parse import load_problem
+    from plansuite.pddl.parse import load_problem, problem_files
 
     check_limit(limit)
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise ConfigError(f"{folder}: instance folder not found")
-    files = sorted(f for f in folder.glob("*.pddl") if f.stem != "domain")
-    if not files:
-        raise ConfigError(f"{folder}: no problem files (*.pddl)")
-    return [Instance(f.stem, f, load_problem(f, domain)) for f in files[:limit]]
+    return [Instance(f.stem, f, load_problem(f, domain)) for f in problem_files(folder)[:limit]]
 
 
 def leaked_instances(data_dir: str | Path, split: str = "test") -> list[str]:

@@ -33,8 +33,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from plansuite.data.judged import JudgedStep
 from plansuite.data.load import load_trajectories, split_file
 from plansuite.errors import ConfigError
 from plansuite.jsonl import iter_jsonl
@@ -42,9 +42,6 @@ from plansuite.pddl.codec import DIFF_MARKERS, format_verifier_diff_input, forma
 from plansuite.pddl.judge import StepVerdict
 from plansuite.pddl.model import parse_atom_text
 from plansuite.pddl.simulator import GroundTask, TaskCache, bits
-
-if TYPE_CHECKING:
-    from plansuite.models.sampling import JudgedStep
 
 DATASET_RECIPES = ("random", "relabel", "hard")  # read from the dataset's verifier.jsonl
 RECIPES = (*DATASET_RECIPES, "onpolicy")

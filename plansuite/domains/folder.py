@@ -9,13 +9,13 @@ from plansuite.pddl.model import Atom, Domain
 
 
 class FolderStates:
-    """Uniform over the problems of ``folder`` (see :func:`plansuite.data.load.load_instances`);
+    """Uniform over the problems of ``folder`` (see :func:`plansuite.pddl.parse.problem_files`);
     a problem's goal is ignored, its objects and initial state are the sample."""
 
     def __init__(self, domain: Domain, folder: str | Path):
-        from plansuite.data.load import load_instances
+        from plansuite.pddl.parse import load_problem, problem_files
 
-        self.problems = [inst.problem for inst in load_instances(folder, domain)]
+        self.problems = [load_problem(f, domain) for f in problem_files(folder)]
 
     def sample(self, rng: random.Random) -> tuple[dict[str, str], frozenset[Atom]]:
         p = rng.choice(self.problems)

@@ -31,6 +31,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from plansuite.data.augment import check_augment, name_pool, rename_text_blocks, rename_transition
 from plansuite.data.generator_recipes import FinetuneConfig, finetune_split, load_extra_transitions
+from plansuite.data.judged import pick_records
 from plansuite.data.load import (
     TransitionRecord,
     load_instances,
@@ -49,7 +50,7 @@ from plansuite.data.verifier_recipes import (
 from plansuite.errors import ConfigError
 from plansuite.jsonl import iter_jsonl
 from plansuite.models.resumable import resumable_loader
-from plansuite.models.sampling import pick_records, sample_and_judge
+from plansuite.models.sampling import sample_and_judge
 from plansuite.models.tokenizer import encode, pad_ids
 from plansuite.pddl.model import Domain
 from plansuite.pddl.simulator import TaskCache

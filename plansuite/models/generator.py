@@ -11,9 +11,9 @@ import lightning as L
 import torch
 from torchmetrics import MeanMetric
 
+from plansuite.data.judged import judge_texts
 from plansuite.models.inference import GeneratorPolicy
 from plansuite.models.optim import OptimConfig, adamw_with_warmup
-from plansuite.models.sampling import judge_texts
 from plansuite.pddl.judge import StepVerdict
 from plansuite.pddl.model import Domain
 from plansuite.pddl.simulator import TaskCache

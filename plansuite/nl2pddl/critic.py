@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from plansuite.pddl.checks import Diagnostic
+from plansuite.report.tables import markdown
 
 CRITIC_LABELS = ("match", "object", "init", "goal")  # the classical datasets' class ids 0..3
 # Every mismatch kind a dataset can label, in class-id order (classical, then PDDL 2.1 kinds).
@@ -145,17 +146,15 @@ def report_table(report: dict) -> str:
     | goal | 1 | 0.000 | – | 1.000 |
     | all | 2 | 0.500 | – | 1.000 |
     """
-    lines = ["| true kind | n | recall (kind named) | precision (kind named) | detection (match vs. mismatch) |",
-             "|---|---|---|---|---|"]
-
     def precision(r: dict) -> str:
         value = r.get("precision")  # none for the "all" row
         return "–" if value is None else f"{value:.3f}"
 
-    rows = [*report["per_kind"].items(), ("all", report)]
-    lines += [f"| {k} | {r['n']} | {r['accuracy']:.3f} | {precision(r)} | {r['detection']:.3f} |"
-              for k, r in rows]
-    return "\n".join(lines) + "\n"
+    header = ["true kind", "n", "recall (kind named)", "precision (kind named)",
+              "detection (match vs. mismatch)"]
+    rows = [[k, str(r["n"]), f"{r['accuracy']:.3f}", precision(r), f"{r['detection']:.3f}"]
+            for k, r in [*report["per_kind"].items(), ("all", report)]]
+    return markdown(header, rows) + "\n"
 
 
 def critic_diagnostic(verdict: CriticVerdict, source: str) -> Diagnostic:

@@ -16,6 +16,7 @@ from plansuite.errors import PlansuiteError
 from plansuite.jsonl import iter_jsonl
 from plansuite.nl2pddl.round_metrics import at_round, attempts_by_item
 from plansuite.planning.metrics import paired_difference
+from plansuite.report.tables import markdown
 
 FIELDS = ("parsed", "domain_consistent", "solvable", "success", "structural", "semantic")
 
@@ -28,18 +29,26 @@ def scores_at_round(run: str | Path, round_: int | None = None) -> dict[str, dic
     return {item: at_round(rows, round_) for item, rows in attempts_by_item(iter_jsonl(path)).items()}
 
 
-def paired_table(a: dict[str, dict], b: dict[str, dict], fields: tuple[str, ...] = FIELDS) -> list[str]:
-    """Markdown rows: per style (``all`` first) and field, A, B, A - B and its paired interval."""
+def paired_style_table(a: dict[str, dict], b: dict[str, dict],
+                       fields: tuple[str, ...] = FIELDS) -> str:
+    """Markdown table: per description style (``all`` first) and score column, A, B, A - B and
+    its paired interval.
+
+    >>> a = {"p1": {"style": "terse", "success": True}, "p2": {"style": "terse", "success": False}}
+    >>> b = {"p1": {"style": "terse", "success": False}, "p2": {"style": "terse", "success": False}}
+    >>> print(paired_style_table(a, b, ("success",)).splitlines()[2])
+    | all | 2 | success | 0.500 | 0.000 | +0.500 | [-0.273, +0.905] |
+    """
     items = sorted(set(a) & set(b))
     if not items:
         raise PlansuiteError("the two runs share no item (same data_dir, split and limit?)")
-    lines = ["| style | n | column | A | B | A - B | 95 % interval |", "|---|---|---|---|---|---|---|"]
+    rows = []
     for style in ("all", *sorted({a[i].get("style") or "?" for i in items})):
         chosen = [i for i in items if style == "all" or (a[i].get("style") or "?") == style]
         for field in fields:
             d = paired_difference([a[i].get(field) is True for i in chosen],
                                   [b[i].get(field) is True for i in chosen])
             lo, hi = d["delta_ci"]
-            lines.append(f"| {style} | {d['n']} | {field} | {d['a']:.3f} | {d['b']:.3f} | "
-                         f"{d['delta']:+.3f} | [{lo:+.3f}, {hi:+.3f}] |")
-    return lines
+            rows.append([style, str(d["n"]), field, f"{d['a']:.3f}", f"{d['b']:.3f}",
+                         f"{d['delta']:+.3f}", f"[{lo:+.3f}, {hi:+.3f}]"])
+    return markdown(["style", "n", "column", "A", "B", "A - B", "95 % interval"], rows)

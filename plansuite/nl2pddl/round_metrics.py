@@ -12,6 +12,7 @@ from collections import defaultdict
 
 from plansuite.nl2pddl.equivalence import compare
 from plansuite.pddl.model import Domain, Problem
+from plansuite.report.tables import markdown
 
 COLUMNS = (("parse", "parsed"), ("domain", "domain_consistent"), ("solvable", "solvable"),
            ("VAL", "plan_valid"), ("critic", "critic_accepted"), ("op. success", "success"),
@@ -111,11 +112,9 @@ def gap_table(metrics: list[dict]) -> str:
     op. success but structurally different (semantics not decided), per round: 1.000
     """
     header = ["round", "n", *(name for name, _ in COLUMNS), "op. success but wrong"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for m in metrics:
-        cells = [str(m["round"]), str(m["n"])]
-        cells += [_cell(m[field]) for _, field in COLUMNS] + [_cell(m["success_not_semantic"])]
-        lines.append("| " + " | ".join(cells) + " |")
+    rows = [[str(m["round"]), str(m["n"]), *(_cell(m[field]) for _, field in COLUMNS),
+             _cell(m["success_not_semantic"])] for m in metrics]
+    lines = [markdown(header, rows)]
     if any(m["success_not_semantic"] is None and m.get("success_not_structural") is not None
            for m in metrics):
         lines.append("op. success but structurally different (semantics not decided), per round: "

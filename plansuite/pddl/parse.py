@@ -15,11 +15,11 @@ import re
 import sys
 from pathlib import Path
 
-from plansuite.errors import PDDLError, clip
+from plansuite.errors import ConfigError, PDDLError, clip
 from plansuite.pddl.model import ROOT_TYPE, Atom, Domain, Problem, Schema
 from plansuite.pddl.reader import prepare_domain, prepare_problem, read_text
 
-__all__ = ["load_domain", "load_problem", "parse_domain", "parse_problem", "read_text"]
+__all__ = ["load_domain", "load_problem", "parse_domain", "parse_problem", "problem_files", "read_text"]
 
 _IGNORED_REQUIREMENTS = {":action-costs"}  # unit costs: (increase (total-cost) n) is ignored
 
@@ -27,10 +27,39 @@ _IGNORED_REQUIREMENTS = {":action-costs"}  # unit costs: (increase (total-cost) 
 @functools.cache
 def _parsers():
     # Building a parser costs ~100 ms (grammar compilation): build each once per process.
-    from pddl.parser.domain import DomainParser
+    from pddl.parser.domain import DomainParser, DomainTransformer
     from pddl.parser.problem import ProblemParser
 
-    return DomainParser(), ProblemParser()
+    class ObjectAsUntyped(DomainTransformer):
+        """Reads a ``- object`` tag as no tag: ``pddl`` 0.5.1 rejects the (standard) explicit
+        ``?x - object`` in a domain ("not in available types") but accepts an untyped name, which
+        is an object. Done per typed group, so ``?x - object ?p - place`` keeps ``?p`` a place
+        (deleting the tag from the text would make ``?x`` a place too)."""
+
+        def typed_list_name(self, args):
+            return {n: _untagged(t) for n, t in super().typed_list_name(args).items()}
+
+        def typed_list_variable(self, args):
+            return tuple((n, _untagged(t)) for n, t in super().typed_list_variable(args))
+
+    class Domains(DomainParser):
+        transformer_cls = ObjectAsUntyped
+
+    return Domains(), ProblemParser()
+
+
+def _untagged(tag):
+    """``None`` (or no tags) for the root type ``object``, ``tag`` otherwise; an ``either`` naming
+    ``object`` among others is kept, so it is still refused as unsupported.
+
+    >>> _untagged("object"), _untagged({"object"}), _untagged({"object", "ball"}) == {"object", "ball"}
+    (None, set(), True)
+    >>> _untagged("ball"), _untagged(None)
+    ('ball', None)
+    """
+    if tag is None or isinstance(tag, str):
+        return None if tag == ROOT_TYPE else tag
+    return set() if set(tag) == {ROOT_TYPE} else tag
 
 
 def load_domain(path: str | Path, *, check: bool = True) -> Domain:
@@ -43,6 +72,18 @@ def load_problem(path: str | Path, domain: Domain, *, check: bool = True) -> Pro
     return parse_problem(read_text(path, "problem"), domain, source=str(path), check=check)
 
 
+def problem_files(folder: str | Path) -> list[Path]:
+    """The ``*.pddl`` problems of ``folder`` by name (a file named ``domain.pddl`` is skipped);
+    one ConfigError line when the folder is missing or holds none."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ConfigError(f"{folder}: instance folder not found")
+    files = sorted(f for f in folder.glob("*.pddl") if f.stem != "domain")
+    if not files:
+        raise ConfigError(f"{folder}: no problem files (*.pddl)")
+    return files
+
+
 def parse_domain(text: str, source: str = "<domain>", *, check: bool = True) -> Domain:
     """A STRIPS domain through ``pddl``; a numeric or temporal one through :mod:`.pddl21`."""
     from plansuite.pddl.pddl21 import needs_pddl21, parse_domain21
@@ -50,7 +91,7 @@ def parse_domain(text: str, source: str = "<domain>", *, check: bool = True) -> 
     if needs_pddl21(text, source):
         return parse_domain21(text, source, check=check)
     prepared = prepare_domain(text, source)
-    raw = _syntax(lambda: _fresh(_parsers()[0])(_untag_object(prepared.text)), source, "domain",
+    raw = _syntax(lambda: _fresh(_parsers()[0])(prepared.text), source, "domain",
                   prepared.text)
     domain = Domain(
         name=raw.name.lower(),
@@ -80,7 +121,7 @@ def parse_domain(text: str, source: str = "<domain>", *, check: bool = True) -> 
 
 def parse_problem(text: str, domain: Domain, source: str = "<problem>", *, check: bool = True) -> Problem:
     prepared = prepare_problem(text, source)
-    raw = _syntax(lambda: _fresh(_parsers()[1])(_untag_object(prepared.text)), source, "problem",
+    raw = _syntax(lambda: _fresh(_parsers()[1])(prepared.text), source, "problem",
                   prepared.text)
     init, fluents = [], {}
     for fact in raw.init:
@@ -146,19 +187,6 @@ def _canon(text: str) -> str:
     """Lower-case, single-spaced s-expression text (order of tokens kept)."""
     text = re.sub(r"\s+", " ", text.lower()).strip()
     return re.sub(r"\(\s+", "(", re.sub(r"\s+\)", ")", text))
-
-
-_OBJECT_TAG = re.compile(r"(?<![\w-])-(\s+)object(?![\w-])", flags=re.IGNORECASE)
-
-
-def _untag_object(text: str) -> str:
-    r"""Drop ``- object`` type tags: an untyped name is an object, which ``pddl`` 0.5.1 accepts,
-    whereas it rejects the (standard) explicit ``?x - object``. Line breaks are kept.
-
-    >>> _untag_object("(:types block - object)(?x -\n object ?y - objects)")
-    '(:types block  )(?x  \n ?y - objects)'
-    """
-    return _OBJECT_TAG.sub(lambda m: " " + "\n" * m.group(1).count("\n"), text)
 
 
 def _fresh(parser):

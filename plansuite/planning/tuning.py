@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from plansuite.errors import ConfigError
+from plansuite.settings import override_key
 
 RESULTS_FILE = "optimization_results.yaml"
 REPLACED = ("instances", "out_dir")  # set by the test run itself
@@ -35,10 +36,6 @@ def best_params(sweep_dir: str | Path) -> dict[str, Any]:
     return found["best_params"]
 
 
-def _key(override: str) -> str:
-    return override.split("=", 1)[0].lstrip("+~")
-
-
 def best_on_test_overrides(search_overrides: Sequence[str], best: Mapping[str, Any],
                            test_instances: str, out_dir: str) -> list[str]:
     """The search's overrides without the search itself, plus the best parameters and the test set.
@@ -49,7 +46,7 @@ def best_on_test_overrides(search_overrides: Sequence[str], best: Mapping[str, A
     """
     dropped = {"hparams_search", *REPLACED, *best}
     kept = [o for o in search_overrides  # the search's own keys mean nothing without it
-            if _key(o) not in dropped and not _key(o).startswith(SEARCH_ONLY)]
+            if override_key(o) not in dropped and not override_key(o).startswith(SEARCH_ONLY)]
     return [*kept, *(f"{k}={v}" for k, v in best.items()), f"instances={test_instances}",
             f"out_dir={out_dir}"]
 

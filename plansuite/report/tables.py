@@ -4,7 +4,7 @@
   Table 1 lists every run; Table 2 has one cell per (planner, k, τ, verifier init), whose runs
   (usually one per seed) are aggregated, never dropped (:class:`Cell`);
 - the one-line-per-run console table of ``plansuite-eval`` (:func:`table_header`, :func:`table_row`);
-- GRR at equal call budgets (:func:`sample_efficiency_table`, :mod:`plansuite.planning.budget`);
+- GRR at equal call budgets (:func:`sample_efficiency_table`, :mod:`plansuite.report.sample_efficiency`);
 - the skill rounds (:func:`rounds_table`, ``rounds.md`` of :mod:`plansuite.skills.rounds`).
 """
 
@@ -215,20 +215,17 @@ def table_row(name: str, results: dict) -> str:
 
 def sample_efficiency_table(report: Mapping) -> str:
     """Markdown: GRR [95 % CI] per setting and budget, then the paired differences."""
-    budgets = report["budgets"]
-    lines = ["| setting | feedback | seeds | n | " + " | ".join(f"GRR@{b}" for b in budgets) + " |",
-             "|---" * (4 + len(budgets)) + "|"]
-    for name, s in report["settings"].items():
-        cells = [fmt_ci(p["grr"], p["grr_ci"]) for p in s["curve"]]
-        lines.append(f"| {name} | {s['feedback']} | {len(s['seeds'])} | {s['n']} | "
-                     + " | ".join(cells) + " |")
+    lines = [markdown(["setting", "feedback", "seeds", "n", *(f"GRR@{b}" for b in report["budgets"])],
+                      [[name, str(s["feedback"]), str(len(s["seeds"])), str(s["n"]),
+                        *(fmt_ci(p["grr"], p["grr_ci"]) for p in s["curve"])]
+                       for name, s in report["settings"].items()])]
     for name, rows in report["versus_baseline"].items():
         lines += ["", f"{name} minus {report['baseline']} (paired on {rows[0]['n']} seed x "
                       "instance items; Newcombe 95 % CI):", "",
-                  "| budget | delta | 95 % CI | only this | only baseline |",
-                  "|---|---|---|---|---|"]
-        lines += [f"| {r['budget']} | {r['delta']:+.3f} | [{r['delta_ci'][0]:+.3f}, "
-                  f"{r['delta_ci'][1]:+.3f}] | {r['a_only']} | {r['b_only']} |" for r in rows]
+                  markdown(["budget", "delta", "95 % CI", "only this", "only baseline"],
+                           [[str(r["budget"]), f"{r['delta']:+.3f}",
+                             f"[{r['delta_ci'][0]:+.3f}, {r['delta_ci'][1]:+.3f}]",
+                             str(r["a_only"]), str(r["b_only"])] for r in rows])]
     return "\n".join(lines)
 
 
@@ -246,9 +243,7 @@ def rounds_table(rounds: Sequence[dict]) -> str:
     >>> rounds_table([row]).splitlines()[2]
     '| 1 | 12 | 12 | yes | 0.300 [0.200, 0.400] | 0.400 [0.300, 0.500] | +0.100 [0.010, 0.200] | 0.350 [0.250, 0.450] | 95 |'
     """
-    head = ("| round | archive | batch | accepted | val GRR in use [95% CI] | val GRR candidate "
-            "| Δ val [95% CI] | test GRR (in use after) | wall s |")
-    lines = [head, "|" + "---|" * 9]
+    rows = []
     for r in rounds:
         val = r.get("val") or {}
         cur, cand = val.get("current"), val.get("candidate")
@@ -257,7 +252,8 @@ def rounds_table(rounds: Sequence[dict]) -> str:
             lo, hi = val["delta_ci"]
             delta = f"{cand['grr'] - cur['grr']:+.3f} [{lo:.3f}, {hi:.3f}]"
         accepted = {True: "yes", False: "no", None: "-"}[r.get("accepted")]
-        lines.append(f"| {r['round']} | {r['archive']} | {r.get('batch', '-')} | {accepted} | "
-                     f"{_grr(cur)} | {_grr(cand)} | {delta} | {_grr(r.get('test'))} | "
-                     f"{r.get('wall_s', 0):.0f} |")
-    return "\n".join(lines) + "\n"
+        rows.append([str(r["round"]), str(r["archive"]), str(r.get("batch", "-")), accepted,
+                     _grr(cur), _grr(cand), delta, _grr(r.get("test")), f"{r.get('wall_s', 0):.0f}"])
+    return markdown(["round", "archive", "batch", "accepted", "val GRR in use [95% CI]",
+                     "val GRR candidate", "Δ val [95% CI]", "test GRR (in use after)", "wall s"],
+                    rows) + "\n"
