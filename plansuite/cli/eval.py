@@ -50,28 +50,36 @@ SUMMARY_KEYS = ("grr", "grr_ci", "btr", "btr_ci", "n_instances", "outcomes", "ca
                 "by_objects", "by_goal_size")
 
 
-def check_folder_domain(folder: Path, domain: Domain) -> None:
-    """A folder that ships its own ``domain.pddl`` must hold ``domain`` (up to names: compared by
-    structure) where nothing else can be planned against, as in ``plansuite-skills``."""
+def _folder_difference(folder: Path, domain: Domain,
+                       labels: tuple[str, str]) -> tuple[Path, Domain, str] | None:
+    """The folder's own ``domain.pddl``, its domain and how it differs from ``domain`` (by
+    structure: :func:`plansuite.pddl.model.structure_difference`); None when the folder has no
+    domain file or the same domain up to names."""
     own = folder / "domain.pddl"
-    if own.is_file():
-        difference = structure_difference(domain, load_domain(own), ("the dataset's", "the folder's"))
-        if difference is not None:
-            raise ConfigError(f"{own}: not the dataset's domain {domain.name} ({difference})")
+    if not own.is_file():
+        return None
+    theirs = load_domain(own)
+    difference = structure_difference(domain, theirs, labels)
+    return None if difference is None else (own, theirs, difference)
+
+
+def check_folder_domain(folder: Path, domain: Domain) -> None:
+    """A folder that ships its own ``domain.pddl`` must hold ``domain`` (up to names) where
+    nothing else can be planned against, as in ``plansuite-skills``."""
+    found = _folder_difference(folder, domain, ("the dataset's", "the folder's"))
+    if found is not None:
+        own, _, difference = found
+        raise ConfigError(f"{own}: not the dataset's domain {domain.name} ({difference})")
 
 
 def folder_domain(folder: Path, path: Path, domain: Domain, explicit: bool) -> tuple[Path, Domain]:
     """The domain file to plan against, and its domain: a folder that ships its own
-    ``domain.pddl`` is planned against it unless that is the configured domain already (compared
-    by structure, :func:`plansuite.pddl.model.structure_difference`); a ``domain.file`` given
-    explicitly that differs from the folder's is one error line."""
-    own = folder / "domain.pddl"
-    if not own.is_file():
+    ``domain.pddl`` is planned against it unless that is the configured domain already; a
+    ``domain.file`` given explicitly that differs from the folder's is one error line."""
+    found = _folder_difference(folder, domain, ("the configured one", "the folder's"))
+    if found is None:
         return path, domain
-    theirs = load_domain(own)
-    difference = structure_difference(domain, theirs, ("the configured one", "the folder's"))
-    if difference is None:
-        return path, domain
+    own, theirs, difference = found
     if explicit:
         raise ConfigError(f"{own}: not the domain of domain.file={path} ({difference}); leave "
                           "domain.file out to plan against the folder's own domain")
