@@ -1,10 +1,12 @@
 """Train one model kind on a dataset directory and export it: ``train(TrainSpec) -> results``.
 
-One config dataclass per model kind (the keys of ``conf/model/<kind>.yaml``), one table
-(:data:`BUILDERS`) from kind to the function that builds its LightningModule, DataModule,
-tokenizer and export metadata, and one :func:`train` that fits, checkpoints, validates the best
-weights and writes ``export/`` and ``results.json``. ``plansuite-train`` (:mod:`plansuite.cli.train`)
-turns its Hydra config into a :class:`TrainSpec`; the skill rounds build one directly.
+A model kind is a plug-in (:mod:`plansuite.models.kinds`): one module holding its config
+dataclass, its LightningModule and its builder as ``KIND = ModelKind(...)``, found by
+``model.kind`` -- a name of :data:`MODEL_KINDS` or the dotted path of a module -- as planner
+loops are found by ``planner.loop``. This module is the rest: :func:`train` fits, checkpoints,
+validates the best weights and writes ``export/`` and ``results.json``, and the resume logic.
+``plansuite-train`` (:mod:`plansuite.cli.train`) turns its Hydra config into a
+:class:`TrainSpec`; the skill rounds build one directly.
 
 Writes under ``out_dir``: ``checkpoints/last.ckpt`` (every ``checkpoint_every_n_steps``, with the
 training data's position and the random states, so that a run killed between two saves resumes
@@ -13,13 +15,15 @@ from the last one as if never stopped: :mod:`plansuite.models.resumable`) and
 from the best checkpoint), ``results.json`` (throughput and validation metrics) and the logger's
 files.
 
-Adding a model kind: its config dataclass and its builder, one entry in :data:`MODEL_CONFIGS` and
-one in :data:`BUILDERS`, and a ``conf/model/<kind>.yaml``.
+Adding a model kind: one module with ``KIND = ModelKind(Config, build)`` and a
+``conf/model/<name>.yaml`` whose ``kind`` is the module's dotted path (``tests/toy_kind.py``,
+``tests/test_train_toy_kind.py``); a built-in one also gets its name in :data:`MODEL_KINDS`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import logging
 import os
@@ -28,136 +32,59 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
-from plansuite.data.generator_recipes import FinetuneConfig
-from plansuite.data.verifier_recipes import OnPolicyConfig
 from plansuite.errors import ConfigError, PlansuiteError
 from plansuite.jsonl import write_atomic
-from plansuite.models.backbone import BackboneConfig, context_length
-from plansuite.models.export import check_export_domain
-from plansuite.models.optim import OptimConfig
-from plansuite.pddl.model import Domain
 from plansuite.settings import from_mapping, settings_changes
 
-INITS = ("base", "generator")
+if TYPE_CHECKING:  # the kinds' modules import torch
+    from plansuite.models.kinds import Built, ModelKind
+
+# The built-in model kinds: ``model.kind`` -> the module whose ``KIND`` it is (imported when used).
+MODEL_KINDS: dict[str, str] = {
+    "generator": "plansuite.models.generator",
+    "verifier": "plansuite.models.verifier",
+    "problem_generator": "plansuite.nl2pddl.problem_generator_module",
+    "critic": "plansuite.nl2pddl.critic_module",
+}
 
 
-@dataclass
-class Monitor:
-    """The validation metric that picks ``checkpoints/best.ckpt``."""
+def kind_def(name: str) -> ModelKind:
+    """The ``KIND`` of a built-in kind's module, or of the module ``name`` (``kind: my_pkg.my_kind``).
 
-    metric: str = "val/loss"
-    mode: str = "min"  # min | max
+    >>> kind_def("verifier").config.__name__
+    'VerifierConfig'
+    >>> kind_def("critc")
+    Traceback (most recent call last):
+    plansuite.errors.ConfigError: model.kind 'critc': unknown (choose from generator, verifier, problem_generator, critic, or give a module path)
+    """
+    from plansuite.models.kinds import ModelKind
 
-
-def _optim(lr: float, warmup_steps: int) -> Callable[[], OptimConfig]:
-    return lambda: OptimConfig(lr=lr, weight_decay=0.0, warmup_steps=warmup_steps)
-
-
-def _text_backbone() -> BackboneConfig:
-    return BackboneConfig(tokenizer="corpus", n_positions=512)
-
-
-@dataclass
-class GeneratorConfig:
-    """``conf/model/generator.yaml``: the GPT-2 generator of transitions."""
-
-    kind: str = "generator"
-    backbone: BackboneConfig = field(default_factory=BackboneConfig)
-    # Training-data recipes (plansuite/data/generator_recipes.py); the paper's are the defaults.
-    trajectories: str = "walk"  # walk (random walks) | shortest (their shortest paths)
-    train_transitions: int | None = None  # only the first N training transitions (a CPU budget)
-    augment: str = "none"  # none | rename: objects renamed at random per draw (data/augment.py)
-    loss_on: str = "completion"  # completion | full (every token, as the paper's run_clm)
-    batch_size: int = 32
-    epochs: int = 15
-    optim: OptimConfig = field(default_factory=_optim(2.0e-3, 100))
-    val_greedy: int = 128  # validation transitions decoded greedily and judged each epoch
-    max_new_tokens: int | None = None  # stored in the export (None: twice the longest completion)
-    monitor: Monitor = field(default_factory=Monitor)
-    finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
+    path = MODEL_KINDS.get(name, name) if isinstance(name, str) else None
+    try:
+        module = importlib.import_module(path) if path else None
+    except ModuleNotFoundError as exc:
+        if not (exc.name and (path == exc.name or path.startswith(f"{exc.name}."))):
+            raise ConfigError(f"model.kind={name}: cannot import it ({exc})") from None
+        module = None
+    except (ImportError, ValueError, TypeError) as exc:  # "a..b", "": not a module path
+        raise ConfigError(f"model.kind '{name}': unknown ({exc})") from None
+    if module is None:
+        raise ConfigError(f"model.kind '{name}': unknown (choose from {', '.join(MODEL_KINDS)}, "
+                          "or give a module path)")
+    if not isinstance(getattr(module, "KIND", None), ModelKind):
+        raise ConfigError(f"model.kind={name}: the module has no KIND = ModelKind(...)")
+    return module.KIND
 
 
-@dataclass
-class VerifierConfig:
-    """``conf/model/verifier.yaml``: a sequence-classification verifier (V_base or V_generator)."""
-
-    kind: str = "verifier"
-    backbone: BackboneConfig = field(default_factory=BackboneConfig)
-    init: str = "base"  # base | generator (the generator export's weights)
-    generator_dir: str | None = None  # for init=generator and recipe=onpolicy; adds the on-policy val set
-    recipe: str = "random"  # random | relabel | hard | onpolicy: plansuite/data/verifier_recipes.py
-    input_kind: str = "state_action"  # state_action | state_action_next | state_action_diff (the last two: onpolicy only)
-    onpolicy: OnPolicyConfig = field(default_factory=OnPolicyConfig)
-    augment: str = "none"  # none | rename: training texts' objects renamed at random per draw
-    calibrate_on: str = "auto"  # validation set for the threshold: onpolicy if present, else random
-    calibrate_metric: str = "balanced"  # balanced | accuracy: what the threshold maximises there
-    batch_size: int = 32
-    epochs: int = 4
-    optim: OptimConfig = field(default_factory=_optim(1.0e-3, 50))
-    monitor: Monitor = field(default_factory=lambda: Monitor("val/auroc", "max"))
-
-
-@dataclass
-class ProblemGeneratorConfig:
-    """``conf/model/problem_generator.yaml``: NL -> PDDL, description to ``problem.pddl``."""
-
-    kind: str = "problem_generator"
-    backbone: BackboneConfig = field(default_factory=_text_backbone)
-    vocab_size: int = 2048  # corpus tokenizer size (backbone.tokenizer=corpus)
-    loss_on: str = "completion"
-    batch_size: int = 16
-    epochs: int = 6
-    optim: OptimConfig = field(default_factory=_optim(2.0e-3, 100))
-    val_greedy: int = 16  # validation pairs decoded greedily and scored against their references
-    max_new_tokens: int | None = None  # stored in the export (None: twice the longest problem)
-    abstract_repeat: int = 1  # times each abstract training pair is seen per epoch
-    group_by_length: int = 0  # > 1: batches of similar length, sorted within chunks of this many batches
-    # the training loss's divisor: "batch" (its own labelled tokens: the mean, as Hugging Face) or
-    # "dataset" (batch_size x the training pairs' mean labelled tokens: each token weighs the same
-    # in every batch, which length-grouped batches need)
-    loss_norm: str = "batch"
-    # > 1: a training batch goes through the model as up to this many runs of pairs of similar
-    # length, each padded to its own longest (same loss and gradient, less padding computed)
-    length_splits: int = 1
-    monitor: Monitor = field(default_factory=Monitor)
-
-
-@dataclass
-class CriticConfig:
-    """``conf/model/critic.yaml``: the NL -> PDDL critic (match | the dataset's mismatch kinds)."""
-
-    kind: str = "critic"
-    backbone: BackboneConfig = field(default_factory=_text_backbone)
-    init: str = "base"  # base | generator (a problem_generator export's weights)
-    generator_dir: str | None = None
-    vocab_size: int = 2048
-    batch_size: int = 32
-    epochs: int = 4
-    optim: OptimConfig = field(default_factory=_optim(1.0e-3, 50))
-    monitor: Monitor = field(default_factory=lambda: Monitor("val/accuracy", "max"))
-
-
-ModelConfig = GeneratorConfig | VerifierConfig | ProblemGeneratorConfig | CriticConfig
-MODEL_CONFIGS: dict[str, type] = {"generator": GeneratorConfig, "verifier": VerifierConfig,
-                                  "problem_generator": ProblemGeneratorConfig,
-                                  "critic": CriticConfig}
-
-
-def model_config(values: Mapping[str, Any]) -> ModelConfig:
+def model_config(values: Mapping[str, Any]):
     """The typed config of ``model.kind``, from the resolved ``model`` group.
 
     >>> model_config({"kind": "verifier", "recipe": "hard"}).recipe
     'hard'
-    >>> model_config({"kind": "critc"})
-    Traceback (most recent call last):
-    plansuite.errors.ConfigError: model.kind 'critc': unknown (choose from generator, verifier, problem_generator, critic)
     """
-    kind = values.get("kind")
-    if kind not in MODEL_CONFIGS:
-        raise ConfigError(f"model.kind '{kind}': unknown (choose from {', '.join(MODEL_CONFIGS)})")
-    return from_mapping(MODEL_CONFIGS[kind], values, "model")
+    return from_mapping(kind_def(values.get("kind")).config, values, "model")
 
 
 # Lightning Trainer arguments of ``conf/trainer/cpu.yaml`` (a test keeps the two the same);
@@ -179,7 +106,7 @@ class TrainSpec:
 
     data_dir: Path
     out_dir: Path
-    model: ModelConfig = field(default_factory=GeneratorConfig)
+    model: Any  # a model kind's config (its ``kind`` names the kind: kind_def)
     trainer: dict[str, Any] = field(default_factory=lambda: dict(CPU_TRAINER))  # Trainer kwargs
     seed: int = 0
     ckpt_path: str | None = None  # last: resume from out_dir/checkpoints/last.ckpt (if any); or a file
@@ -205,13 +132,6 @@ class TrainSpec:
         plain = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                  if f.name not in ("logger", "config")}
         return json.loads(json.dumps({**plain, "model": dataclasses.asdict(self.model)}, default=str))
-
-
-class Built(NamedTuple):
-    module: Any  # LightningModule
-    datamodule: Any  # LightningDataModule
-    tokenizer: Any
-    meta: dict  # export metadata (plansuite.json) known before training
 
 
 def is_child_process() -> bool:
@@ -343,192 +263,15 @@ def _checkpoint_step(path: str) -> int:
         raise ConfigError(f"{path}: unreadable checkpoint ({type(exc).__name__})") from exc
 
 
-# ---- tokenizers and backbones ------------------------------------------------------------------
-def make_tokenizer(backbone: BackboneConfig, domain: Domain, data_dir: Path):
-    """The atom tokenizer of the dataset's objects, or a pretrained backbone's own (``bpe``)."""
-    from plansuite.models.backbone import missing_backbone
-    from plansuite.models.datamodules import dataset_objects
-    from plansuite.models.tokenizer import (
-        TOKENIZER_KINDS,
-        build_atom_tokenizer,
-        load_pretrained_tokenizer,
-    )
-
-    if backbone.tokenizer not in TOKENIZER_KINDS:
-        raise ConfigError(f"model.backbone.tokenizer '{backbone.tokenizer}': unknown (choose from "
-                          f"{', '.join(TOKENIZER_KINDS)})")
-    if backbone.tokenizer == "atom":
-        return build_atom_tokenizer(domain, dataset_objects(data_dir, domain), backbone.n_positions)
-    if not backbone.path:
-        raise ConfigError("model.backbone.tokenizer=bpe: set model.backbone.path to a directory "
-                          "(or hub id) holding a GPT-2 tokenizer")
-    try:
-        return load_pretrained_tokenizer(backbone.path)
-    except ConfigError:
-        if not Path(backbone.path).exists():
-            raise missing_backbone(backbone.path) from None
-        raise
-
-
-def make_text_tokenizer(backbone: BackboneConfig, vocab_size: int, data_dir: Path, kind: str,
-                        domain: Domain):
-    """NL -> PDDL: a byte-level BPE trained on the split (``corpus``), or the backbone's (``bpe``)."""
-    from plansuite.nl2pddl.text_datamodules import text_corpus
-    from plansuite.nl2pddl.text_tokenizer import train_text_tokenizer
-
-    if backbone.tokenizer == "corpus":
-        return train_text_tokenizer(text_corpus(data_dir, kind), vocab_size, max_length=backbone.n_positions)
-    if backbone.tokenizer == "atom":
-        raise ConfigError("model.backbone.tokenizer=atom: one token per ground atom cannot spell "
-                          "descriptions; use corpus (model/backbone=tiny_text) or bpe (model/backbone=gpt2)")
-    return make_tokenizer(backbone, domain, data_dir)
-
-
-def make_model(backbone: BackboneConfig, head: str, tokenizer, labels: dict[int, str] | None = None):
-    from plansuite.models.backbone import pretrained_model, tiny_model
-
-    if backbone.name == "tiny":
-        return tiny_model(backbone, head, tokenizer, labels)
-    if backbone.name == "pretrained":
-        if not backbone.path:
-            raise ConfigError("model.backbone.name=pretrained: set model.backbone.path")
-        if backbone.arch != BackboneConfig.arch:  # the saved config says what it is
-            raise ConfigError(f"model.backbone.arch={backbone.arch}: only for name=tiny (a pretrained "
-                              "backbone's architecture is its saved config's)")
-        return pretrained_model(backbone.path, head, tokenizer, labels)
-    raise ConfigError(f"model.backbone.name '{backbone.name}': unknown (choose from tiny, pretrained)")
-
-
-def check_init(init: str) -> None:
-    if init not in INITS:
-        raise ConfigError(f"model.init '{init}': unknown (choose from {', '.join(INITS)})")
-
-
-def start_from_export(export_dir: str, head: str, labels: dict[int, str] | None = None):
-    """(tokenizer, model) with an export's weights and tokenizer (a new head for ``classifier``)."""
-    from plansuite.models.backbone import pretrained_model
-    from plansuite.models.tokenizer import load_pretrained_tokenizer
-
-    tokenizer = load_pretrained_tokenizer(export_dir)
-    return tokenizer, pretrained_model(export_dir, head, tokenizer, labels)
-
-
-# ---- one builder per model kind ------------------------------------------------------------
-def build_generator(spec: TrainSpec, domain: Domain) -> Built:
-    from plansuite.models.datamodules import GeneratorDataModule
-    from plansuite.models.generator import GeneratorModule
-
-    m: GeneratorConfig = spec.model
-    base_max_new = None
-    if m.finetune.init_from:  # finetuning: the export's weights and tokenizer
-        base_max_new = check_export_domain(m.finetune.init_from, "generator", domain,
-                                           "model.finetune.init_from").get("max_new_tokens")
-        tokenizer, model = start_from_export(m.finetune.init_from, "causal")
-    else:
-        tokenizer = make_tokenizer(m.backbone, domain, spec.data_dir)
-        model = make_model(m.backbone, "causal", tokenizer)
-    dm = GeneratorDataModule(spec.data_dir, tokenizer, context_length(model.config), m.batch_size,
-                             m.loss_on, m.val_greedy, num_workers=spec.num_workers, seed=spec.seed,
-                             finetune=m.finetune, trajectories=m.trajectories,
-                             train_transitions=m.train_transitions, augment=m.augment)
-    dm.setup()  # data problems surface now, as one line, before any training
-    max_new = m.max_new_tokens or base_max_new or 2 * dm.max_completion
-    module = GeneratorModule(model, tokenizer, domain, m.optim, max_new, spec.record())
-    return Built(module, dm, tokenizer, {"kind": "generator", "max_new_tokens": max_new})
-
-
-def build_verifier(spec: TrainSpec, domain: Domain) -> Built:
-    from plansuite.data.verifier_recipes import EXTRA_TOKENS, INPUT_KINDS, val_set_names
-    from plansuite.models.backbone import add_tokens
-    from plansuite.models.datamodules import VerifierDataModule
-    from plansuite.models.verifier import VerifierModule
-
-    m: VerifierConfig = spec.model
-    check_init(m.init)
-    if m.input_kind not in INPUT_KINDS:
-        raise ConfigError(f"model.input_kind '{m.input_kind}': unknown (choose from {', '.join(INPUT_KINDS)})")
-    if m.generator_dir:
-        check_export_domain(m.generator_dir, "generator", domain, "model.generator_dir")
-    if m.init == "generator":
-        if not m.generator_dir:
-            raise ConfigError("model.init=generator: set model.generator_dir to a generator export")
-        tokenizer, model = start_from_export(m.generator_dir, "classifier")
-    else:
-        tokenizer = make_tokenizer(m.backbone, domain, spec.data_dir)
-        model = make_model(m.backbone, "classifier", tokenizer)
-    add_tokens(model, tokenizer, EXTRA_TOKENS.get(m.input_kind, ()))
-    dm = VerifierDataModule(spec.data_dir, domain, tokenizer, context_length(model.config), m.recipe,
-                            m.input_kind, m.batch_size, m.generator_dir, m.onpolicy,
-                            spec.out_dir / "data", spec.num_workers, spec.seed,
-                            augment=m.augment)
-    module = VerifierModule(model, m.optim, val_set_names(m.generator_dir), m.calibrate_on,
-                            spec.record(), m.calibrate_metric)
-    meta = {"kind": "verifier", "input_kind": m.input_kind, "init": m.init, "recipe": m.recipe}
-    return Built(module, dm, tokenizer, meta)
-
-
-def build_problem_generator(spec: TrainSpec, domain: Domain) -> Built:
-    from plansuite.nl2pddl.dataset import load_nl2pddl_manifest
-    from plansuite.nl2pddl.problem_generator_module import LOSS_NORMS, ProblemGeneratorModule
-    from plansuite.nl2pddl.text_datamodules import ProblemDataModule
-
-    load_nl2pddl_manifest(spec.data_dir)
-    m: ProblemGeneratorConfig = spec.model
-    if m.loss_norm not in LOSS_NORMS:  # before the tokenizer and the data: a bad setting costs nothing
-        raise ConfigError(f"model.loss_norm={m.loss_norm}: choose one of {', '.join(LOSS_NORMS)}")
-    if m.length_splits < 1:
-        raise ConfigError(f"model.length_splits={m.length_splits}: must be >= 1 (1: the batch as one run)")
-    tokenizer = make_text_tokenizer(m.backbone, m.vocab_size, spec.data_dir, m.kind, domain)
-    model = make_model(m.backbone, "causal", tokenizer)
-    dm = ProblemDataModule(spec.data_dir, tokenizer, context_length(model.config), m.batch_size,
-                           m.loss_on, m.val_greedy, num_workers=spec.num_workers, seed=spec.seed,
-                           abstract_repeat=m.abstract_repeat, group_by_length=m.group_by_length)
-    dm.setup()  # data problems surface now, as one line, before any training
-    max_new = m.max_new_tokens or 2 * dm.max_completion
-    tokens = m.batch_size * dm.mean_completion if m.loss_norm == "dataset" else None
-    module = ProblemGeneratorModule(model, tokenizer, domain, m.optim, max_new, spec.record(),
-                                    tokens_per_batch=tokens, length_splits=m.length_splits)
-    return Built(module, dm, tokenizer, {"kind": m.kind, "max_new_tokens": max_new})
-
-
-def build_critic(spec: TrainSpec, domain: Domain) -> Built:
-    from plansuite.nl2pddl.critic_module import CriticModule
-    from plansuite.nl2pddl.dataset import load_nl2pddl_manifest
-    from plansuite.nl2pddl.text_datamodules import CriticDataModule, dataset_critic_labels
-
-    load_nl2pddl_manifest(spec.data_dir)
-    m: CriticConfig = spec.model
-    classes = dataset_critic_labels(spec.data_dir)  # classical: match/object/init/goal
-    labels = dict(enumerate(classes))
-    check_init(m.init)
-    if m.init == "generator":
-        if not m.generator_dir:
-            raise ConfigError("model.init=generator: set model.generator_dir to a problem_generator export")
-        check_export_domain(m.generator_dir, "problem_generator", domain, "model.generator_dir")
-        tokenizer, model = start_from_export(m.generator_dir, "classifier", labels)
-    else:
-        tokenizer = make_text_tokenizer(m.backbone, m.vocab_size, spec.data_dir, m.kind, domain)
-        model = make_model(m.backbone, "classifier", tokenizer, labels)
-    dm = CriticDataModule(spec.data_dir, tokenizer, context_length(model.config), m.batch_size,
-                          spec.num_workers, spec.seed, classes)
-    dm.setup()
-    module = CriticModule(model, m.optim, spec.record(), classes)
-    return Built(module, dm, tokenizer, {"kind": m.kind, "labels": list(classes), "init": m.init,
-                                         "generator_dir": str(Path(m.generator_dir)) if m.generator_dir else None})
-
-
-BUILDERS: dict[str, Callable[[TrainSpec, Domain], Built]] = {
-    "generator": build_generator, "verifier": build_verifier,
-    "problem_generator": build_problem_generator, "critic": build_critic,
-}
-
-
-def build(spec: TrainSpec, domain: Domain) -> Built:
-    """(module, datamodule, tokenizer, export meta) for ``spec.model``."""
-    return BUILDERS[spec.model.kind](spec, domain)
-
-
 # ---- the trainer ---------------------------------------------------------------------------
+def build(spec: TrainSpec, domain) -> Built:
+    """(module, datamodule, tokenizer, export meta) for ``spec.model``, by its kind's builder."""
+    from plansuite.models.kinds import RunContext
+
+    run = RunContext(spec.data_dir, spec.out_dir, domain, spec.seed, spec.num_workers, spec.record())
+    return kind_def(spec.model.kind).build(spec.model, run)
+
+
 def set_cpu_threads(trainer_kwargs: Mapping[str, Any]) -> None:
     """One BLAS pool per process, sized so that DDP ranks on one CPU do not oversubscribe it."""
     import torch
@@ -546,13 +289,9 @@ def run_labels(spec: TrainSpec, domain_name: str, dataset: str | None) -> tuple[
     """(group, name, tags) of the run, for the logger."""
     from plansuite.tracking import run_tags
 
-    m = spec.model
-    verifier = m.kind == "verifier"
-    tags = run_tags(domain=domain_name, dataset=dataset, model=m.kind, seed=spec.seed,
-                    backbone="generator" if verifier and m.init == "generator" else m.backbone.name,
-                    init=m.init if verifier else None, recipe=m.recipe if verifier else None)
-    name = f"verifier-{m.init}-{m.recipe}" if verifier else m.kind
-    return f"{domain_name}-{m.kind}", name, tags
+    m, kind = spec.model, kind_def(spec.model.kind)
+    tags = run_tags(domain=domain_name, dataset=dataset, model=m.kind, seed=spec.seed, **kind.tags(m))
+    return f"{domain_name}-{m.kind}", kind.name(m) if kind.name else m.kind, tags
 
 
 def make_trainer(spec: TrainSpec, domain_name: str, dataset: str | None):
@@ -628,15 +367,13 @@ def train(spec: TrainSpec) -> dict:
                                    weights_only=True)
     if not trainer.is_global_zero:
         return {}
-    kind = spec.model.kind
-    flat = {k: round(float(v), 6) for d in metrics for k, v in d.items()}
-    if kind == "verifier":
-        meta["threshold"] = float(module.threshold)
-        flat = {"threshold": meta["threshold"], **{f"{s}/{k}": v for s, r in module.reports.items()
-                                                    for k, v in r.items()}}
+    kind, plugin = spec.model.kind, kind_def(spec.model.kind)
+    flat = plugin.metrics(module, metrics)
+    if plugin.export_meta:
+        meta.update(plugin.export_meta(module))
     meta.update(domain=domain.name, tokenizer=tokenizer_kind(tokenizer), metrics=flat,
                 config=spec.record(), best_checkpoint=best)
-    if kind in ("generator", "verifier"):  # the names a planner renames each instance's objects to
+    if plugin.object_names:  # the names a planner renames each instance's objects to
         from plansuite.data.augment import model_names
         from plansuite.models.datamodules import dataset_objects
 

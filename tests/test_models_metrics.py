@@ -45,7 +45,7 @@ def _parse_verifier_text(text: str):
 
 def test_validation_truth_is_the_simulators_verdict(data_dir):
     objects = {f"b{i}": "object" for i in range(1, 6)}
-    dm = VerifierDataModule(data_dir, DOMAIN, build_atom_tokenizer(DOMAIN, objects), 256, "random")
+    dm = VerifierDataModule(data_dir, DOMAIN, build_atom_tokenizer(DOMAIN, objects), 256, recipe="random")
     dm.setup()
     tasks = TaskCache(DOMAIN)
     for item in dm.val_sets["random"] + dm.val_sets["hard"]:

@@ -219,11 +219,11 @@ def test_real_generator_batched_engine_equals_sequential_reference(data_dir, gen
 def test_the_model_configs_are_the_typed_defaults(kind, tmp_path):
     """``conf/model/<kind>.yaml`` and ``conf/trainer/cpu.yaml`` say what the library's
     dataclasses say, so a run built without Hydra (the skill rounds) trains the same way."""
-    from plansuite.training import CPU_TRAINER, MODEL_CONFIGS
+    from plansuite.training import CPU_TRAINER, kind_def
 
     spec = train_spec(config(tmp_path, tmp_path, f"model={kind}", "logger=none",
                              "trainer.enable_progress_bar=true"))
-    assert spec.model == MODEL_CONFIGS[kind]()
+    assert spec.model == kind_def(kind).config()
     derived = {"default_root_dir": str(tmp_path), "max_epochs": spec.model.epochs}
     assert spec.trainer == {**CPU_TRAINER, **derived}
 

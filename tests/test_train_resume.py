@@ -34,15 +34,11 @@ from plansuite.data.builder import DatasetSpec, build_dataset
 from plansuite.domains import builtin_path, domain_file, load_builtin
 from plansuite.domains.blocksworld import BlocksworldStates
 from plansuite.models.backbone import BackboneConfig
-from plansuite.training import (
-    CPU_TRAINER,
-    CriticConfig,
-    GeneratorConfig,
-    ProblemGeneratorConfig,
-    TrainSpec,
-    VerifierConfig,
-    build,
-)
+from plansuite.models.generator import GeneratorConfig
+from plansuite.models.verifier import VerifierConfig
+from plansuite.nl2pddl.critic_module import CriticConfig
+from plansuite.nl2pddl.problem_generator_module import ProblemGeneratorConfig
+from plansuite.training import CPU_TRAINER, TrainSpec, build
 
 EVERY = 4  # checkpoint_every_n_steps
 EPOCHS = 3

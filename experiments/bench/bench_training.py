@@ -144,7 +144,7 @@ def bench_lightning_vs_plain(data_dir: Path, domain, tokenizer) -> dict:
 
 def bench_verifier_preset(data_dir: Path, domain, tokenizer) -> dict:
     backbone, optim, batch_size = preset("verifier")
-    dm = VerifierDataModule(data_dir, domain, tokenizer, backbone.n_positions, "random",
+    dm = VerifierDataModule(data_dir, domain, tokenizer, backbone.n_positions, recipe="random",
                             batch_size=batch_size)
     dm.setup()
     batches = fixed_batches(dm.train_dataloader(), STEPS)

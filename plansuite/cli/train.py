@@ -26,9 +26,12 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from plansuite.cli import CONF_DIR, friendly_errors, hydra_errors
+from plansuite.cli.schemas import register as _register_model_schemas
 from plansuite.errors import ConfigError
 from plansuite.settings import check_type
 from plansuite.training import TrainSpec, model_config, train
+
+_register_model_schemas()  # conf/model/<kind>.yaml extends model/base_<kind> (cli/schemas.py)
 
 
 def check_sweep_strategy(trainer_cfg) -> None:

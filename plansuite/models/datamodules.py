@@ -224,7 +224,7 @@ def read_items(path: Path, params: dict) -> list[VerifierItem] | None:
 
 
 class VerifierDataModule(L.LightningDataModule):
-    def __init__(self, data_dir: str | Path, domain: Domain, tokenizer, context: int,
+    def __init__(self, data_dir: str | Path, domain: Domain, tokenizer, context: int, *,
                  recipe: str = "random", input_kind: str = "state_action", batch_size: int = 32,
                  generator_dir: str | None = None, onpolicy: OnPolicyConfig | None = None,
                  cache_dir: str | Path | None = None, num_workers: int = 0, seed: int = 0,

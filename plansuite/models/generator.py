@@ -3,20 +3,53 @@
 Validation reports the token-weighted loss and perplexity on the val split, and decodes a fixed
 val subset greedily (loader 1) and judges it with the simulator: the rate of parseable outputs,
 of applicable actions and of exactly right next states.
+
+The model kind ``generator`` (:mod:`plansuite.models.kinds`): :class:`GeneratorConfig` is
+``model=generator``'s settings and :func:`build_generator` builds the module, its data and its
+tokenizer.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import lightning as L
 import torch
 from torchmetrics import MeanMetric
 
+from plansuite.data.generator_recipes import FinetuneConfig
 from plansuite.data.judged import judge_texts
+from plansuite.models.backbone import BackboneConfig
+from plansuite.models.factories import make_model, make_tokenizer, optim_defaults, start_from_export
 from plansuite.models.inference import GeneratorPolicy
+from plansuite.models.kinds import Built, ModelKind, Monitor, RunContext
 from plansuite.models.optim import OptimConfig, adamw_with_warmup
 from plansuite.pddl.judge import StepVerdict
 from plansuite.pddl.model import Domain
 from plansuite.pddl.simulator import TaskCache
+
+
+@dataclass
+class GeneratorConfig:
+    """``model=generator``: the GPT-2 generator of transitions (``conf/model/generator.yaml``
+    chooses the backbone; these are the defaults)."""
+
+    kind: str = "generator"
+    backbone: BackboneConfig = field(default_factory=BackboneConfig)
+    # Training-data recipes (plansuite/data/generator_recipes.py); the paper's are the defaults.
+    trajectories: str = "walk"  # walk (random walks) | shortest (their shortest paths: needs a
+    #                             dataset built with dataset.shortest_paths=true; data/shortest.py)
+    train_transitions: int | None = None  # only the first N training transitions (a CPU budget; None: all)
+    augment: str = "none"  # none | rename: objects renamed at random per draw (data/augment.py)
+    loss_on: str = "completion"  # completion | full (every token, as the paper's run_clm)
+    batch_size: int = 32
+    epochs: int = 15
+    optim: OptimConfig = field(default_factory=optim_defaults(2.0e-3, 100))
+    val_greedy: int = 128  # validation transitions decoded greedily and judged each epoch
+    max_new_tokens: int | None = None  # stored in the export (None: twice the longest completion)
+    monitor: Monitor = field(default_factory=Monitor)
+    # start from an export and mix extra transitions into the training split
+    finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
 
 
 class GeneratorModule(L.LightningModule):
@@ -67,3 +100,29 @@ class GeneratorModule(L.LightningModule):
         return adamw_with_warmup(self.model.parameters(), self.optim,
                                  self.trainer.estimated_stepping_batches)
 
+
+
+def build_generator(m: GeneratorConfig, run: RunContext) -> Built:
+    from plansuite.models.backbone import context_length
+    from plansuite.models.datamodules import GeneratorDataModule
+    from plansuite.models.export import check_export_domain
+
+    base_max_new = None
+    if m.finetune.init_from:  # finetuning: the export's weights and tokenizer
+        base_max_new = check_export_domain(m.finetune.init_from, "generator", run.domain,
+                                           "model.finetune.init_from").get("max_new_tokens")
+        tokenizer, model = start_from_export(m.finetune.init_from, "causal")
+    else:
+        tokenizer = make_tokenizer(m.backbone, run.domain, run.data_dir)
+        model = make_model(m.backbone, "causal", tokenizer)
+    dm = GeneratorDataModule(run.data_dir, tokenizer, context_length(model.config), m.batch_size,
+                             m.loss_on, m.val_greedy, num_workers=run.num_workers, seed=run.seed,
+                             finetune=m.finetune, trajectories=m.trajectories,
+                             train_transitions=m.train_transitions, augment=m.augment)
+    dm.setup()  # data problems surface now, as one line, before any training
+    max_new = m.max_new_tokens or base_max_new or 2 * dm.max_completion
+    module = GeneratorModule(model, tokenizer, run.domain, m.optim, max_new, run.record)
+    return Built(module, dm, tokenizer, {"kind": "generator", "max_new_tokens": max_new})
+
+
+KIND = ModelKind(GeneratorConfig, build_generator, object_names=True)

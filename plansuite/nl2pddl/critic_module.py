@@ -6,16 +6,42 @@ A sibling of :class:`~plansuite.models.verifier.VerifierModule` with more than t
 no threshold: the prediction is the most probable label. Validation reports the exact-label
 accuracy, the match/mismatch detection rate and both per true kind
 (:func:`plansuite.nl2pddl.critic.critic_report`); ``val/accuracy`` picks the best checkpoint.
+
+The model kind ``critic`` (:mod:`plansuite.models.kinds`): :class:`CriticConfig` is
+``model=critic``'s settings and :func:`build_critic` builds the module, its data and its tokenizer.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import lightning as L
 import torch
 from torchmetrics import CatMetric
 
+from plansuite.errors import ConfigError
+from plansuite.models.backbone import BackboneConfig
+from plansuite.models.factories import check_init, make_model, optim_defaults, start_from_export
+from plansuite.models.kinds import Built, ModelKind, Monitor, RunContext
 from plansuite.models.optim import OptimConfig, adamw_with_warmup
 from plansuite.nl2pddl.critic import CRITIC_LABELS, critic_report
+from plansuite.nl2pddl.problem_generator_module import text_backbone
+
+
+@dataclass
+class CriticConfig:
+    """``model=critic``: the NL -> PDDL critic (match | the dataset's mismatch kinds)."""
+
+    kind: str = "critic"
+    backbone: BackboneConfig = field(default_factory=text_backbone)
+    init: str = "base"  # base (a fresh backbone) | generator (a problem_generator export's weights)
+    generator_dir: str | None = None
+    vocab_size: int = 2048
+    batch_size: int = 32
+    epochs: int = 4
+    optim: OptimConfig = field(default_factory=optim_defaults(1.0e-3, 50))
+    monitor: Monitor = field(default_factory=lambda: Monitor("val/accuracy", "max"))
 
 
 class CriticModule(L.LightningModule):
@@ -53,3 +79,36 @@ class CriticModule(L.LightningModule):
     def configure_optimizers(self):
         return adamw_with_warmup(self.model.parameters(), self.optim,
                                  self.trainer.estimated_stepping_batches)
+
+
+def build_critic(m: CriticConfig, run: RunContext) -> Built:
+    from plansuite.models.backbone import context_length
+    from plansuite.models.export import check_export_domain
+    from plansuite.nl2pddl.dataset import load_nl2pddl_manifest
+    from plansuite.nl2pddl.text_datamodules import (
+        CriticDataModule,
+        dataset_critic_labels,
+        make_text_tokenizer,
+    )
+
+    load_nl2pddl_manifest(run.data_dir)
+    classes = dataset_critic_labels(run.data_dir)  # classical: match/object/init/goal
+    labels = dict(enumerate(classes))
+    check_init(m.init)
+    if m.init == "generator":
+        if not m.generator_dir:
+            raise ConfigError("model.init=generator: set model.generator_dir to a problem_generator export")
+        check_export_domain(m.generator_dir, "problem_generator", run.domain, "model.generator_dir")
+        tokenizer, model = start_from_export(m.generator_dir, "classifier", labels)
+    else:
+        tokenizer = make_text_tokenizer(m.backbone, m.vocab_size, run.data_dir, m.kind, run.domain)
+        model = make_model(m.backbone, "classifier", tokenizer, labels)
+    dm = CriticDataModule(run.data_dir, tokenizer, context_length(model.config), m.batch_size,
+                          run.num_workers, run.seed, classes)
+    dm.setup()
+    module = CriticModule(model, m.optim, run.record, classes)
+    return Built(module, dm, tokenizer, {"kind": m.kind, "labels": list(classes), "init": m.init,
+                                         "generator_dir": str(Path(m.generator_dir)) if m.generator_dir else None})
+
+
+KIND = ModelKind(CriticConfig, build_critic)

@@ -6,14 +6,25 @@ decodes a fixed subset of validation pairs greedily and scores the problems agai
 references offline (:func:`plansuite.nl2pddl.equivalence.compare`): ``val/parse``,
 ``val/structural`` and ``val/semantic`` rates. These are progress indicators; the experiment's
 numbers come from ``plansuite-nl2pddl task=repair``.
+
+The model kind ``problem_generator`` (:mod:`plansuite.models.kinds`): :class:`ProblemGeneratorConfig`
+is ``model=problem_generator``'s settings and :func:`build_problem_generator` builds the module,
+its data and its tokenizer.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import torch
 from torchmetrics import MeanMetric
 
+from plansuite.errors import ConfigError
+from plansuite.models.backbone import BackboneConfig
+from plansuite.models.factories import make_model, optim_defaults
 from plansuite.models.generator import GeneratorModule
+from plansuite.models.kinds import Built, ModelKind, Monitor, RunContext
+from plansuite.models.optim import OptimConfig
 from plansuite.models.inference import GeneratorPolicy
 from plansuite.nl2pddl.equivalence import compare
 from plansuite.nl2pddl.generators import extract_problem
@@ -23,6 +34,41 @@ VAL_FLAGS = ("parse", "structural", "semantic")
 
 
 LOSS_NORMS = ("batch", "dataset")
+
+
+def text_backbone() -> BackboneConfig:
+    """The tiny GPT-2 for text: a BPE trained on the dataset (``conf/model/backbone/tiny_text.yaml``)."""
+    return BackboneConfig(tokenizer="corpus", n_positions=512)
+
+
+@dataclass
+class ProblemGeneratorConfig:
+    """``model=problem_generator``: NL -> PDDL, description to ``problem.pddl``."""
+
+    kind: str = "problem_generator"
+    backbone: BackboneConfig = field(default_factory=text_backbone)
+    vocab_size: int = 2048  # corpus tokenizer size (model.backbone.tokenizer=corpus)
+    loss_on: str = "completion"
+    batch_size: int = 16
+    epochs: int = 6
+    optim: OptimConfig = field(default_factory=optim_defaults(2.0e-3, 100))
+    val_greedy: int = 16  # validation pairs decoded greedily and scored against their references
+    max_new_tokens: int | None = None  # stored in the export (None: twice the longest problem)
+    # times each abstract training pair is seen per epoch (they are a few dozen scenes among
+    # thousands of explicit problems)
+    abstract_repeat: int = 1
+    # > 1: training batches of pairs of similar length (sorted within chunks of this many
+    # batches; less padding, same pairs per epoch); 0: random batches
+    group_by_length: int = 0
+    # the training loss's divisor: "batch" (its own labelled tokens: the mean, as Hugging Face) or
+    # "dataset" (batch_size x the training pairs' mean labelled tokens: each token weighs the same
+    # in every batch, which length-grouped batches need)
+    loss_norm: str = "batch"
+    # > 1: a training batch goes through the model as up to this many runs of pairs of similar
+    # length, each padded to its own longest (same loss and gradient, less padding computed; a
+    # random batch of 8 Blocksworld pairs is a third padding)
+    length_splits: int = 1
+    monitor: Monitor = field(default_factory=Monitor)
 
 
 def length_runs(lengths: list[int], parts: int) -> list[list[int]]:
@@ -117,3 +163,29 @@ class ProblemGeneratorModule(GeneratorModule):
             for flag in VAL_FLAGS:
                 self.val_greedy[flag].update(float(getattr(result, flag) is True))
 
+
+
+def build_problem_generator(m: ProblemGeneratorConfig, run: RunContext) -> Built:
+    from plansuite.models.backbone import context_length
+    from plansuite.nl2pddl.dataset import load_nl2pddl_manifest
+    from plansuite.nl2pddl.text_datamodules import ProblemDataModule, make_text_tokenizer
+
+    load_nl2pddl_manifest(run.data_dir)
+    if m.loss_norm not in LOSS_NORMS:  # before the tokenizer and the data: a bad setting costs nothing
+        raise ConfigError(f"model.loss_norm={m.loss_norm}: choose one of {', '.join(LOSS_NORMS)}")
+    if m.length_splits < 1:
+        raise ConfigError(f"model.length_splits={m.length_splits}: must be >= 1 (1: the batch as one run)")
+    tokenizer = make_text_tokenizer(m.backbone, m.vocab_size, run.data_dir, m.kind, run.domain)
+    model = make_model(m.backbone, "causal", tokenizer)
+    dm = ProblemDataModule(run.data_dir, tokenizer, context_length(model.config), m.batch_size,
+                           m.loss_on, m.val_greedy, num_workers=run.num_workers, seed=run.seed,
+                           abstract_repeat=m.abstract_repeat, group_by_length=m.group_by_length)
+    dm.setup()  # data problems surface now, as one line, before any training
+    max_new = m.max_new_tokens or 2 * dm.max_completion
+    tokens = m.batch_size * dm.mean_completion if m.loss_norm == "dataset" else None
+    module = ProblemGeneratorModule(model, tokenizer, run.domain, m.optim, max_new, run.record,
+                                    tokens_per_batch=tokens, length_splits=m.length_splits)
+    return Built(module, dm, tokenizer, {"kind": m.kind, "max_new_tokens": max_new})
+
+
+KIND = ModelKind(ProblemGeneratorConfig, build_problem_generator)

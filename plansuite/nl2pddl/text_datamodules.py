@@ -37,6 +37,19 @@ def text_corpus(data_dir: str | Path, kind: str) -> list[str]:
     return [text for p in load_pairs(data_dir, "train") for text in (p.prompt, p.completion)]
 
 
+
+def make_text_tokenizer(backbone, vocab_size: int, data_dir: Path, kind: str, domain):
+    """NL -> PDDL: a byte-level BPE trained on the split (``corpus``), or the backbone's (``bpe``)."""
+    from plansuite.models.factories import make_tokenizer
+    from plansuite.nl2pddl.text_tokenizer import train_text_tokenizer
+
+    if backbone.tokenizer == "corpus":
+        return train_text_tokenizer(text_corpus(data_dir, kind), vocab_size, max_length=backbone.n_positions)
+    if backbone.tokenizer == "atom":
+        raise ConfigError("model.backbone.tokenizer=atom: one token per ground atom cannot spell "
+                          "descriptions; use corpus (model/backbone=tiny_text) or bpe (model/backbone=gpt2)")
+    return make_tokenizer(backbone, domain, data_dir)
+
 def dataset_critic_labels(data_dir: str | Path) -> tuple[str, ...]:
     """The critic's classes for a dataset: ``match`` and the kinds its training split labels."""
     examples = load_critic_examples(data_dir, "train")

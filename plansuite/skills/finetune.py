@@ -22,7 +22,8 @@ from typing import Protocol
 
 from plansuite.errors import ConfigError
 from plansuite.planning.protocols import Generator
-from plansuite.training import CPU_TRAINER, GeneratorConfig, TrainSpec
+from plansuite.models.generator import GeneratorConfig
+from plansuite.training import CPU_TRAINER, TrainSpec
 
 
 class Finetuner(Protocol):
