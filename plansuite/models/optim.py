@@ -15,6 +15,9 @@ class OptimConfig:
     warmup_steps: int = 100
     betas: tuple[float, float] = (0.9, 0.999)
 
+    def __post_init__(self) -> None:
+        self.betas = tuple(self.betas)  # a composed config gives a list
+
 
 def adamw_with_warmup(params, cfg: OptimConfig, total_steps: int) -> dict:
     """The ``configure_optimizers`` answer: optimizer plus a per-step scheduler."""
