@@ -130,7 +130,8 @@ def composition_error_before_start(config_name: str, argv: list[str]) -> str | N
     try:
         _compose(config_name, overrides)
     except Exception as exc:  # anything else is left to Hydra's own report
-        return unknown_key(config_name, overrides, exc) or missing_extra(exc, overrides)
+        return (unknown_key(config_name, overrides, exc) or wrong_type(exc)
+                or missing_extra(exc, overrides))
     return None
 
 
@@ -155,7 +156,8 @@ def unknown_key(config_name: str, overrides: list[str], exc: BaseException) -> s
     """``planner.kk=3``: name the key and the keys its parent does have."""
     text = _messages(exc)
     found = re.search(r"full_key: (\S+)", text)
-    if not found or "not in struct" not in text:
+    # a plain node ("not in struct"), or a structured config's ("Key 'kk' not in 'GeneratorConfig'")
+    if not found or ("not in struct" not in text and not re.search(r"Key '[^']+' not in '", text)):
         return None
     full = found.group(1)
     parent = full.rpartition(".")[0]
@@ -167,6 +169,23 @@ def unknown_key(config_name: str, overrides: list[str], exc: BaseException) -> s
     keys = sorted(k for k in node if k != "hydra") if isinstance(node, DictConfig) else []
     return (f"{full}: unknown key (known in {parent or config_name}: {', '.join(keys)}; "
             f"to add a new one, write +{full}=...)")
+
+
+def wrong_type(exc: BaseException) -> str | None:
+    """``model.batch_size=abc``: a structured config's (:mod:`plansuite.cli.schemas`) typed key
+    given a value of another type, as Hydra says it, on one line.
+
+    >>> wrong_type(ValueError("Error merging override model.batch_size=abc\\nValue 'abc' of type "
+    ...                       "'str' could not be converted to Integer\\n    full_key: model.batch_size"))
+    "model.batch_size: Value 'abc' of type 'str' could not be converted to Integer"
+    """
+    text = _messages(exc)
+    found = re.search(r"full_key: (\S+)", text)
+    reason = re.search(r"^(Value .*|field '.*' is not Optional|Invalid type .*)$",
+                       text, re.MULTILINE)
+    if not found or not reason:
+        return None
+    return clip(f"{found.group(1)}: {reason.group(1).strip()}", 300)
 
 
 def unwritable_run_dir(cfg: DictConfig) -> str | None:
@@ -229,7 +248,8 @@ def explain(config_name: str, argv: list[str]) -> str | None:
     try:
         cfg = _compose(config_name, overrides)
     except Exception as exc:
-        line = unknown_key(config_name, overrides, exc) or missing_extra(exc, overrides)
+        line = (unknown_key(config_name, overrides, exc) or wrong_type(exc)
+                or missing_extra(exc, overrides))
         if line is None:
             first = next((ln.strip() for ln in _messages(exc).splitlines() if ln.strip()), "")
             line = clip(first, 300) if first else None
