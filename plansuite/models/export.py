@@ -40,8 +40,8 @@ def save_export(path: str | Path, model: PreTrainedModel, tokenizer: PreTrainedT
                 meta: dict, domain_file: str | Path | None = None) -> Path:
     """Write the export atomically (a temp dir renamed into place) and return its path."""
     path = Path(path)
-    if meta.get("kind") not in KINDS:
-        raise ValueError(f"meta.kind must be one of {KINDS}")
+    if not isinstance(meta.get("kind"), str) or not meta["kind"]:  # KINDS, or a plug-in kind's name
+        raise ValueError(f"meta.kind must name the model kind (one of {KINDS}, or a plug-in's)")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
     try:
