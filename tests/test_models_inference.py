@@ -28,10 +28,10 @@ from plansuite.models.backbone import (
 )
 from plansuite.models.datamodules import dataset_objects
 from plansuite.models.export import save_export
+from plansuite.models.factories import make_model
 from plansuite.models.inference import GeneratorPolicy, VerifierScorer, sample_ids
 from plansuite.models.tokenizer import build_atom_tokenizer, decode, encode, stop_token_ids
 from plansuite.pddl.codec import format_completion, parse_completion
-from plansuite.models.factories import make_model
 
 DOMAIN = load_builtin("blocksworld")
 SMALL = BackboneConfig(n_layer=2, n_embd=32, n_head=2, n_positions=160)

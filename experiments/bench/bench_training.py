@@ -27,6 +27,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from plansuite.cli import CONF_DIR
+from plansuite.cli.schemas import register as register_model_schemas
 from plansuite.data.builder import DatasetSpec, build_dataset
 from plansuite.data.load import load_transitions
 from plansuite.domains import domain_file, load_builtin
@@ -49,6 +50,7 @@ STEPS, WARM, ROUNDS = 60, 10, 5  # steps per round, steps excluded from timing, 
 
 
 def preset(name: str):
+    register_model_schemas()  # conf/model/<kind>.yaml extends model/base_<kind>
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         cfg = compose("train", [f"model={name}", "data_dir=unused"])
     m = cfg.model

@@ -17,7 +17,9 @@ from plansuite.training import MODEL_KINDS, kind_def
 
 
 def schema_name(kind: str) -> str:
-    """>>> schema_name("verifier")
+    """The ConfigStore name of a kind's dataclass (Hydra's ``base_`` convention for schemas).
+
+    >>> schema_name("verifier")
     'base_verifier'
     """
     return f"base_{kind}"

@@ -23,9 +23,9 @@ from plansuite.errors import ConfigError
 from plansuite.models.backbone import BackboneConfig
 from plansuite.models.factories import make_model, optim_defaults
 from plansuite.models.generator import GeneratorModule
+from plansuite.models.inference import GeneratorPolicy
 from plansuite.models.kinds import Built, ModelKind, Monitor, RunContext
 from plansuite.models.optim import OptimConfig
-from plansuite.models.inference import GeneratorPolicy
 from plansuite.nl2pddl.equivalence import compare
 from plansuite.nl2pddl.generators import extract_problem
 from plansuite.pddl.parse import parse_problem

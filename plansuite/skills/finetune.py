@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Protocol
 
 from plansuite.errors import ConfigError
-from plansuite.planning.protocols import Generator
 from plansuite.models.generator import GeneratorConfig
+from plansuite.planning.protocols import Generator
 from plansuite.training import CPU_TRAINER, TrainSpec
 
 
