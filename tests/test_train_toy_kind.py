@@ -50,3 +50,25 @@ def test_plansuite_train_trains_a_kind_added_by_a_module_and_a_config(tmp_path, 
     assert "val/loss" in results["metrics"]
     meta = json.loads((tmp_path / "out" / "export" / "plansuite.json").read_text())
     assert meta["kind"] == "toy_kind" and meta["config"]["model"]["layers"] == 2
+
+
+def test_a_misspelt_or_wrongly_typed_model_key_fails_at_composition_in_one_line(tmp_path):
+    """The kinds' dataclasses are the schema Hydra composes against (plansuite/cli/schemas.py):
+    no YAML lists the keys, yet a typo or a wrong type stops before any plansuite code runs."""
+    import subprocess
+    import sys
+
+    for arg, expected in (("model.epoch=3", "error: model.epoch: unknown key (known in model: "
+                                            "augment, backbone, batch_size, epochs,"),
+                          ("model.optim.lrr=1", "error: model.optim.lrr: unknown key (known in "
+                                                "model.optim: betas, lr, warmup_steps, weight_decay"),
+                          ("model.batch_size=abc", "error: model.batch_size: Value 'abc' of type "
+                                                   "'str' could not be converted to Integer"),
+                          ("model.epochs=null", "error: model.epochs: field 'model.epochs' is not "
+                                                "Optional")):
+        run = subprocess.run([sys.executable, "-m", "plansuite.cli.train", f"data_dir={tmp_path}",
+                              "logger=none", f"out_dir={tmp_path / 'out'}", arg],
+                             text=True, capture_output=True, timeout=300)
+        lines = run.stderr.strip().splitlines()
+        assert run.returncode == 1 and lines == lines[-1:], run.stderr[-500:]
+        assert lines[0].startswith(expected), run.stderr
