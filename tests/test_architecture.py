@@ -157,3 +157,12 @@ def test_the_layer_check_finds_the_back_edges_it_forbids():
         "plansuite.domains.folder imports plansuite.data.load",
         "plansuite.planning.budget imports plansuite.report.tables",
         "plansuite.report.paper imports plansuite.nl2pddl.paired_runs"]
+
+
+def test_the_trainer_knows_model_kinds_only_through_their_plug_ins():
+    """``plansuite.training`` finds a kind by ``model.kind`` (its module's ``KIND``), so neither
+    NL -> PDDL nor any kind's LightningModule is one of its imports."""
+    kinds = {"plansuite.models.generator", "plansuite.models.verifier"}
+    bad = sorted(t for t in import_graph()["plansuite.training"]
+                 if t.startswith("plansuite.nl2pddl") or t in kinds)
+    assert bad == []
