@@ -3,11 +3,15 @@ the official ``openai`` client and by ``plansuite-nl2pddl backend=openai`` (the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import threading
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -16,7 +20,13 @@ import pytest
 
 from plansuite.domains import builtin_path, load_builtin
 from plansuite.errors import ConfigError
-from plansuite.nl2pddl.chat_server import ChatService, RequestError, parse_chat
+from plansuite.nl2pddl.chat_server import (
+    ChatService,
+    RequestError,
+    ServerLimits,
+    make_server,
+    parse_chat,
+)
 from plansuite.nl2pddl.dataset import NL2PDDLSpec, build_nl2pddl, load_pairs
 from plansuite.nl2pddl.generators import Feedback, OpenAIChatGenerator, chat_messages
 from plansuite.nl2pddl.learned import LocalGenerator
@@ -153,7 +163,8 @@ def test_cli_errors_are_one_line(tmp_path, server, export):
     busy = server.rsplit(":", 1)[1].split("/")[0]  # the module's server holds this port
     for args, words in (([str(tmp_path / "missing"), "--port", "0"], "missing"),
                         (["a=x", "a=y", "--port", "0"], "repeated"),
-                        ([str(export), "--port", busy], "cannot listen")):
+                        ([str(export), "--port", busy], "cannot listen"),
+                        ([str(export), "--max-body", "0", "--port", "0"], "--max-body")):
         proc = subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=120,
                               env={**os.environ, "PLANSUITE_DEBUG": "", "OMP_NUM_THREADS": "1"})
         assert proc.returncode == 1 and proc.stderr.startswith("error:"), proc.stderr
@@ -175,3 +186,134 @@ def test_few_shot_turns_come_from_the_training_split_and_the_server_answers_the_
         OpenAIChatGenerator(server, "bw", few_shot=1)
     with pytest.raises(ConfigError, match="training pairs"):
         OpenAIChatGenerator(server, "bw", few_shot=10_000, examples_dir=data)
+
+
+# ---- limits and bad requests: the HTTP layer around a stand-in model (loopback, bounded) ---------
+
+class Slow:
+    """A stand-in model that takes ``seconds`` per answer and records how many ran at once."""
+
+    def __init__(self, seconds: float = 0.0):
+        self.seconds, self.running, self.most = seconds, 0, 0
+        self._count = threading.Lock()
+
+    def generate(self, description, domain_text, feedback):
+        with self._count:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        time.sleep(self.seconds)
+        with self._count:
+            self.running -= 1
+        return f"(define (problem p)) ; {description}"
+
+
+@contextlib.contextmanager
+def stand_in(model, **limits):
+    server = make_server(ChatService({"m": model}), port=0, limits=ServerLimits(**limits))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+        assert not thread.is_alive()  # the server stops by itself
+
+
+def raw(port: int, head: bytes, body: bytes = b"", timeout: float = 10) -> tuple[int, dict, float]:
+    """Send ``head`` (request line and headers) then ``body`` on one loopback connection; the reply's
+    status, JSON body and how long it took. The server closes each of these connections."""
+    start = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(head + b"\r\n" + body)
+        reply = b""
+        while chunk := s.recv(65536):
+            reply += chunk
+    status_line, _, rest = reply.partition(b"\r\n")
+    return int(status_line.split()[1]), json.loads(rest.partition(b"\r\n\r\n")[2]), time.monotonic() - start
+
+
+def request(body: bytes, *headers: bytes) -> bytes:
+    names = b"".join(h.split(b":")[0].lower() for h in headers)
+    length = b"" if b"content-length" in names or b"transfer-encoding" in names else \
+        b"Content-Length: %d\r\n" % len(body)
+    return b"POST /v1/chat/completions HTTP/1.1\r\nHost: test\r\nConnection: close\r\n" + length + \
+        b"".join(h + b"\r\n" for h in headers)
+
+
+USER = [{"role": "user", "content": "a on b"}]
+BAD = {  # name: (body, status, words in the error)
+    "model is a list": ({"model": ["m"], "messages": USER}, 400, "model: a string"),
+    "content part not a string": ({"model": "m", "messages": [
+        {"role": "user", "content": [{"type": "text", "text": 5}]}]}, 400, "messages.0.content"),
+    "content part a bare string": ({"model": "m", "messages": [{"role": "user", "content": ["x"]}]},
+                                   400, "messages.0.content"),
+    "role not a string": ({"model": "m", "messages": [{"role": 1, "content": "x"}]}, 400, "messages.0.role"),
+    "stream not a boolean": ({"model": "m", "messages": USER, "stream": "yes"}, 400, "stream"),
+    "deeply nested JSON": (b"[" * 50_000 + b"]" * 50_000, 400, "nested"),
+    "nested in an extra field": (b'{"model": "m", "messages": [{"role": "user", "content": "x", "x": '
+                                 + b"[" * 40 + b"]" * 40 + b"}]}", 400, "nested"),
+    "not JSON": (b"{not json", 400, "not JSON"),
+    "not UTF-8": (b'{"model": "\xff"}', 400, "not JSON"),
+    "empty body": (b"", 400, "missing body"),
+}
+
+
+@pytest.mark.parametrize("name", BAD)
+def test_a_bad_request_is_a_4xx_json_error_never_a_500(name):
+    body, status, words = BAD[name]
+    body = body if isinstance(body, bytes) else json.dumps(body).encode()
+    model = Slow()
+    with stand_in(model, max_body=200_000) as port:  # the deepest body above is 100 kB
+        got, out, _ = raw(port, request(body), body)
+        assert (got, out["error"]["type"]) == (status, "invalid_request_error") and words in out["error"]["message"]
+        assert raw(port, request(json.dumps({"model": "m", "messages": USER}).encode()),
+                   json.dumps({"model": "m", "messages": USER}).encode())[0] == 200  # still serving
+    assert model.most <= 1
+
+
+def test_malformed_http_and_oversize_streams_are_refused_before_reading_on():
+    with stand_in(Slow(), max_body=1000) as port:
+        status, out, _ = raw(port, request(b"{}", b"Content-Length: abc"), b"{}")
+        assert status == 400 and "Content-Length" in out["error"]["message"]
+        # refused on its declared length, nothing read (nor sent here: unread bytes would reset the reply)
+        for length in (b"1001", b"99999999999"):
+            status, out, _ = raw(port, request(b"", b"Content-Length: " + length))
+            assert status == 413 and out["error"]["code"] == "request_too_large"
+        chunked = b"7d0\r\n" + b"x" * 2000 + b"\r\n0\r\n\r\n"  # no Content-Length: counted as it streams
+        status, out, _ = raw(port, request(chunked, b"Transfer-Encoding: chunked"), chunked)
+        assert status == 413
+        status, out, _ = raw(port, b"GET /v1/nowhere HTTP/1.1\r\nHost: t\r\nConnection: close\r\n")
+        assert status == 404 and out["error"]["code"] == "not_found"
+
+
+def test_a_short_body_behind_a_larger_content_length_times_out_and_blocks_no_one():
+    body = json.dumps({"model": "m", "messages": USER}).encode()
+    with stand_in(Slow(), read_timeout=0.5) as port:
+        stalled = {}
+        thread = threading.Thread(target=lambda: stalled.update(
+            zip(("status", "out", "took"), raw(port, request(b"", b"Content-Length: 500"), b"{"), strict=True)))
+        thread.start()
+        time.sleep(0.1)  # the stalled body is being waited for: others are still answered
+        assert raw(port, request(body), body)[0] == 200
+        thread.join(timeout=10)
+        assert stalled["status"] == 408 and stalled["out"]["error"]["code"] == "request_timeout"
+        assert 0.4 < stalled["took"] < 5  # the read timeout, not the client's socket timeout
+
+
+def test_generation_is_serialised_and_the_queue_is_bounded():
+    model = Slow(seconds=0.4)
+    body = json.dumps({"model": "m", "messages": USER}).encode()
+    with stand_in(model, max_waiting=2) as port:
+        replies = []
+        threads = [threading.Thread(target=lambda: replies.append(raw(port, request(body), body)[:2]))
+                   for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+    statuses = sorted(status for status, _ in replies)
+    assert len(statuses) == 6 and set(statuses) <= {200, 503} and statuses.count(200) >= 3
+    assert all(out["error"]["code"] == "server_busy" for status, out in replies if status == 503)
+    assert model.most == 1  # never two generations at once
