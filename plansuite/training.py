@@ -373,8 +373,8 @@ def make_tokenizer(backbone: BackboneConfig, domain: Domain, data_dir: Path):
 def make_text_tokenizer(backbone: BackboneConfig, vocab_size: int, data_dir: Path, kind: str,
                         domain: Domain):
     """NL -> PDDL: a byte-level BPE trained on the split (``corpus``), or the backbone's (``bpe``)."""
-    from plansuite.nl2pddl.text_datamodules import text_corpus
-    from plansuite.nl2pddl.text_tokenizer import train_text_tokenizer
+    from plansuite.nl2pddl.models.text_datamodules import text_corpus
+    from plansuite.nl2pddl.models.text_tokenizer import train_text_tokenizer
 
     if backbone.tokenizer == "corpus":
         return train_text_tokenizer(text_corpus(data_dir, kind), vocab_size, max_length=backbone.n_positions)
@@ -468,9 +468,9 @@ def build_verifier(spec: TrainSpec, domain: Domain) -> Built:
 
 
 def build_problem_generator(spec: TrainSpec, domain: Domain) -> Built:
-    from plansuite.nl2pddl.dataset import load_nl2pddl_manifest
-    from plansuite.nl2pddl.problem_generator_module import LOSS_NORMS, ProblemGeneratorModule
-    from plansuite.nl2pddl.text_datamodules import ProblemDataModule
+    from plansuite.nl2pddl.data.dataset import load_nl2pddl_manifest
+    from plansuite.nl2pddl.models.problem_generator_module import LOSS_NORMS, ProblemGeneratorModule
+    from plansuite.nl2pddl.models.text_datamodules import ProblemDataModule
 
     load_nl2pddl_manifest(spec.data_dir)
     m: ProblemGeneratorConfig = spec.model
@@ -492,9 +492,9 @@ def build_problem_generator(spec: TrainSpec, domain: Domain) -> Built:
 
 
 def build_critic(spec: TrainSpec, domain: Domain) -> Built:
-    from plansuite.nl2pddl.critic_module import CriticModule
-    from plansuite.nl2pddl.dataset import load_nl2pddl_manifest
-    from plansuite.nl2pddl.text_datamodules import CriticDataModule, dataset_critic_labels
+    from plansuite.nl2pddl.data.dataset import load_nl2pddl_manifest
+    from plansuite.nl2pddl.models.critic_module import CriticModule
+    from plansuite.nl2pddl.models.text_datamodules import CriticDataModule, dataset_critic_labels
 
     load_nl2pddl_manifest(spec.data_dir)
     m: CriticConfig = spec.model

@@ -16,8 +16,8 @@ from plansuite.cli.nl2pddl import run as nl2pddl_run
 from plansuite.domains import builtin_path, load_builtin
 from plansuite.domains.blocksworld import state_atoms
 from plansuite.errors import ConfigError
-from plansuite.nl2pddl import scenes
-from plansuite.nl2pddl.dataset import (
+from plansuite.nl2pddl.data import scenes
+from plansuite.nl2pddl.data.dataset import (
     NL2PDDLSpec,
     assign_scene_splits,
     build_nl2pddl,
@@ -27,7 +27,7 @@ from plansuite.nl2pddl.dataset import (
     scenarios,
     scene_key,
 )
-from plansuite.nl2pddl.describe import (
+from plansuite.nl2pddl.data.describe import (
     count,
     describe,
     described_order,
@@ -36,8 +36,8 @@ from plansuite.nl2pddl.describe import (
     mention,
     named,
 )
-from plansuite.nl2pddl.equivalence import semantic
-from plansuite.nl2pddl.worlds import world_for
+from plansuite.nl2pddl.judging.equivalence import semantic
+from plansuite.nl2pddl.judging.worlds import world_for
 from plansuite.pddl.checks import check_problem
 from plansuite.pddl.parse import parse_problem
 
@@ -460,7 +460,7 @@ def test_the_same_dataset_in_every_process(tmp_path):
     import subprocess
     import sys
 
-    code = ("import sys; from plansuite.nl2pddl.dataset import NL2PDDLSpec, build_nl2pddl; "
+    code = ("import sys; from plansuite.nl2pddl.data.dataset import NL2PDDLSpec, build_nl2pddl; "
             "from plansuite.domains import load_builtin, builtin_path; "
             "build_nl2pddl(NL2PDDLSpec(random_problems=20, abstract_sizes=[3, 4], heights_problems=5), "
             "load_builtin('blocksworld'), builtin_path('blocksworld').read_text(), sys.argv[1], seed=0, "

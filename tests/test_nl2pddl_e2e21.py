@@ -12,8 +12,8 @@ import pytest
 from test_nl2pddl_backend import chat, serve  # noqa: F401 (serve is a fixture)
 from test_nl2pddl_models import nl2pddl, offline, train  # noqa: F401 (offline: autouse)
 
-from plansuite.nl2pddl.dataset import load_critic_examples, load_pairs
-from plansuite.nl2pddl.round_metrics import COLUMNS
+from plansuite.nl2pddl.data.dataset import load_critic_examples, load_pairs
+from plansuite.nl2pddl.loop.round_metrics import COLUMNS
 from plansuite.pddl import planners
 from plansuite.pddl.parse import load_domain
 
@@ -90,8 +90,8 @@ def test_fuel_data_train_critic_and_repair_from_the_cli(tmp_path, serve):  # noq
 
 @pytest.mark.parametrize("preset", ["nl2pddl_fuel", "nl2pddl_timed"])
 def test_corpus_tokenizer_covers_numbers_and_metrics_it_never_saw(preset, tmp_path):
-    from plansuite.nl2pddl.text_datamodules import text_corpus
-    from plansuite.nl2pddl.text_tokenizer import train_text_tokenizer
+    from plansuite.nl2pddl.models.text_datamodules import text_corpus
+    from plansuite.nl2pddl.models.text_tokenizer import train_text_tokenizer
 
     nl2pddl("task=data", f"dataset={preset}", f"out_dir={tmp_path}", "dataset.random_problems=10",
             "dataset.rooms=[2]", "dataset.abstract_sizes=[1]")

@@ -66,7 +66,7 @@ class KillAt(L.Callback):
 def datasets(tmp_path_factory) -> dict[str, Path]:
     """A tiny transition dataset (generator, verifier) and a tiny NL -> PDDL one (the problem
     generator, the critic)."""
-    from plansuite.nl2pddl.dataset import NL2PDDLSpec, build_nl2pddl
+    from plansuite.nl2pddl.data.dataset import NL2PDDLSpec, build_nl2pddl
 
     root = tmp_path_factory.mktemp("resume")
     spec = DatasetSpec(train_states=24, val_states=4, test_instances=2, val_instances=2, chunk_size=12)

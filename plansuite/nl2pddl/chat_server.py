@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from plansuite.nl2pddl.generators import BackendError, Feedback, ProblemGenerator
+from plansuite.nl2pddl.decoding.generators import BackendError, Feedback, ProblemGenerator
 from plansuite.pddl.checks import Diagnostic
 
 MAX_BODY = 4 * 1024 * 1024  # bytes; a chat request is a few KB
@@ -55,7 +55,7 @@ class ChatTask:
 def parse_diagnostics(message: str) -> tuple[Diagnostic, ...]:
     """The diagnostics listed in a feedback message (inverse of ``describe_diagnostic``).
 
-    >>> from plansuite.nl2pddl.repair import describe_diagnostic
+    >>> from plansuite.nl2pddl.loop.repair import describe_diagnostic
     >>> d = Diagnostic("arity", "<generated>", "init (on a)", "'on' takes 2 argument(s), got 1", 4)
     >>> parse_diagnostics("Your problem has 1 issue(s):\\n" + describe_diagnostic(d) + "\\nFix them.")
     (Diagnostic(kind='arity', source='<generated>', construct='init (on a)', message="'on' takes 2 argument(s), got 1", line=4),)
@@ -81,7 +81,7 @@ def _text(message: Mapping) -> str:
 def parse_chat(messages: object) -> ChatTask:
     """Description, domain text and feedback from chat messages (module docstring).
 
-    >>> from plansuite.nl2pddl.generators import chat_messages
+    >>> from plansuite.nl2pddl.decoding.generators import chat_messages
     >>> parse_chat(chat_messages("Two blocks.", "(define (domain bw))", None))
     ChatTask(description='Two blocks.', domain_text='(define (domain bw))', feedback=None)
     >>> parse_chat([{"role": "user", "content": "a on b"}]).description

@@ -3,7 +3,7 @@
 Training is the transition generator's (:class:`~plansuite.models.generator.GeneratorModule`:
 loss on the completion, AdamW with warm-up); only validation differs. Besides the token loss it
 decodes a fixed subset of validation pairs greedily and scores the problems against their
-references offline (:func:`plansuite.nl2pddl.equivalence.compare`): ``val/parse``,
+references offline (:func:`plansuite.nl2pddl.judging.equivalence.compare`): ``val/parse``,
 ``val/structural`` and ``val/semantic`` rates. These are progress indicators; the experiment's
 numbers come from ``plansuite-nl2pddl task=repair``.
 """
@@ -15,8 +15,8 @@ from torchmetrics import MeanMetric
 
 from plansuite.models.generator import GeneratorModule
 from plansuite.models.inference import GeneratorPolicy
-from plansuite.nl2pddl.equivalence import compare
-from plansuite.nl2pddl.generators import extract_problem
+from plansuite.nl2pddl.decoding.generators import extract_problem
+from plansuite.nl2pddl.judging.equivalence import compare
 from plansuite.pddl.parse import parse_problem
 
 VAL_FLAGS = ("parse", "structural", "semantic")

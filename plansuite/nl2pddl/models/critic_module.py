@@ -5,7 +5,7 @@ value, direction, fluent, duration for the PDDL 2.1 ones).
 A sibling of :class:`~plansuite.models.verifier.VerifierModule` with more than two classes and
 no threshold: the prediction is the most probable label. Validation reports the exact-label
 accuracy, the match/mismatch detection rate and both per true kind
-(:func:`plansuite.nl2pddl.critic.critic_report`); ``val/accuracy`` picks the best checkpoint.
+(:func:`plansuite.nl2pddl.judging.critic.critic_report`); ``val/accuracy`` picks the best checkpoint.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import torch
 from torchmetrics import CatMetric
 
 from plansuite.models.optim import OptimConfig, adamw_with_warmup
-from plansuite.nl2pddl.critic import CRITIC_LABELS, critic_report
+from plansuite.nl2pddl.judging.critic import CRITIC_LABELS, critic_report
 
 
 class CriticModule(L.LightningModule):

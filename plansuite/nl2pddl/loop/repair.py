@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from plansuite.errors import ConfigError
-from plansuite.nl2pddl.generators import Feedback, ProblemGenerator
-from plansuite.nl2pddl.problem_checks import FLAGS, CheckReport, OperationalChecker
+from plansuite.nl2pddl.decoding.generators import Feedback, ProblemGenerator
+from plansuite.nl2pddl.judging.problem_checks import FLAGS, CheckReport, OperationalChecker
 from plansuite.pddl.checks import Diagnostic
 
 STOP_RULES = ("success", "unchanged", "no-feedback", "max-attempts")
