@@ -226,16 +226,25 @@ def _compose(overrides):
         return compose(config_name="nl2pddl", overrides=overrides)
 
 
+def test_nl2pddl_presets_are_their_own_group():
+    """``nl2pddl_dataset=gripper`` selects a preset read as ``dataset``; the old spelling says the new."""
+    cfg = _compose(["task=data", "nl2pddl_dataset=gripper", "dataset.random_problems=10"])
+    assert cfg.dataset.name == "nl2pddl_gripper" and cfg.dataset.random_problems == 10
+    from plansuite.cli.hydra_diagnosis import unknown_option_before_start
+    assert unknown_option_before_start(["task=data", "dataset=nl2pddl_fuel"]).endswith(
+        "write nl2pddl_dataset=fuel")
+
+
 def test_cli_data_task_and_bad_preset(tmp_path, capsys):
     out = tmp_path / "cli"
-    cfg = _compose(["task=data", "dataset=nl2pddl_gripper", f"out_dir={out}", "dataset.random_problems=10",
+    cfg = _compose(["task=data", "nl2pddl_dataset=gripper", f"out_dir={out}", "dataset.random_problems=10",
                     "dataset.abstract_sizes=[2,3]", "dataset.explicit_per_problem=1",
                     "dataset.abstract_per_problem=1"])
     manifest = nl2pddl_run(cfg)
     assert manifest["dataset"] == "nl2pddl_gripper" and (out / "pairs" / "test.jsonl").is_file()
     assert "wrote" in capsys.readouterr().out
     with pytest.raises(SystemExit):
-        nl2pddl_run(_compose(["task=data", "dataset=tiny", f"out_dir={tmp_path / 'x'}"]))
+        nl2pddl_run(_compose(["task=data", "+dataset.horizon=3", f"out_dir={tmp_path / 'x'}"]))
     assert "not an NL→PDDL preset" in capsys.readouterr().err
 
 

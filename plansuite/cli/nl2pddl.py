@@ -53,11 +53,10 @@ COMPARE_MD = "compare.md"
 def _data(cfg: DictConfig) -> dict:
     fields = set(NL2PDDLSpec.__dataclass_fields__)
     unknown = set(cfg.dataset) - fields
-    if unknown or cfg.dataset.get("kind") != "nl2pddl":
+    if unknown:
         raise ConfigError(f"dataset={cfg.dataset.get('name')}: not an NL→PDDL preset (use "
-                          "dataset=nl2pddl_blocksworld, nl2pddl_gripper, nl2pddl_fuel or "
-                          "nl2pddl_timed)"
-                          + (f"; unknown setting {sorted(unknown)[0]}" if unknown else ""))
+                          "nl2pddl_dataset=blocksworld, gripper, fuel or timed); unknown setting "
+                          f"{sorted(unknown)[0]}")
     spec = NL2PDDLSpec(**OmegaConf.to_container(cfg.dataset, resolve=True))
     domain = load_builtin(spec.domain)
     manifest = build_nl2pddl(spec, domain, builtin_path(spec.domain).read_text(), cfg.out_dir,

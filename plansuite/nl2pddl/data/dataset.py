@@ -53,7 +53,6 @@ DOMAINS = ("blocksworld", "gripper", *scenes21.DOMAINS21)
 @dataclass
 class NL2PDDLSpec:
     name: str = "nl2pddl_blocksworld"
-    kind: str = "nl2pddl"  # tells this preset apart from the transition datasets
     domain: str = "blocksworld"  # built-in domain: blocksworld | gripper
     random_problems: int = 200  # explicit-only problems from random states
     min_objects: int = 3  # blocks (Blocksworld) or balls (Gripper) per random problem
