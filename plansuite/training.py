@@ -45,8 +45,8 @@ if TYPE_CHECKING:  # the kinds' modules import torch
 MODEL_KINDS: dict[str, str] = {
     "generator": "plansuite.models.generator",
     "verifier": "plansuite.models.verifier",
-    "problem_generator": "plansuite.nl2pddl.problem_generator_module",
-    "critic": "plansuite.nl2pddl.critic_module",
+    "problem_generator": "plansuite.nl2pddl.models.problem_generator_module",
+    "critic": "plansuite.nl2pddl.models.critic_module",
 }
 
 

@@ -150,13 +150,69 @@ def test_the_layer_check_finds_the_back_edges_it_forbids():
     back_edges = {"plansuite.planning.budget": {"plansuite.report.tables"},
                   "plansuite.data.verifier_recipes": {"plansuite.models.sampling"},
                   "plansuite.domains.folder": {"plansuite.data.load"},
-                  "plansuite.report.paper": {"plansuite.nl2pddl.paired_runs"},
+                  "plansuite.report.paper": {"plansuite.nl2pddl.loop.paired_runs"},
                   "plansuite.data.load": {"plansuite.pddl.parse", "plansuite.errors"}}
     assert upward_imports(back_edges) == [
         "plansuite.data.verifier_recipes imports plansuite.models.sampling",
         "plansuite.domains.folder imports plansuite.data.load",
         "plansuite.planning.budget imports plansuite.report.tables",
-        "plansuite.report.paper imports plansuite.nl2pddl.paired_runs"]
+        "plansuite.report.paper imports plansuite.nl2pddl.loop.paired_runs"]
+
+
+# Inside ``nl2pddl``, the same rule over its sub-packages, lowest first (``plansuite.nl2pddl``
+# itself, the package docstring, below them all; ``chat_server``, ``plansuite-serve``, above).
+NL2PDDL_LAYERS = [
+    {""},
+    {"judging"},  # is a problem right: equivalence, operational checks, the critic protocol
+    {"data"},  # scenes, descriptions, corruptions, the dataset on disk
+    {"decoding"},  # the generator protocol and chat backend, constrained decoding, mentions
+    {"models", "loop"},  # the learned models (torch) | the repair loop and its runs
+    {"chat_server"},
+]
+
+
+def nl2pddl_layer_of(module: str) -> tuple[int, str]:
+    """(layer, sub-package) of an ``nl2pddl`` module: ``plansuite.nl2pddl.data.scenes`` is in ``data``'s."""
+    part = module.split(".")[2] if module.count(".") >= 2 else ""
+    for rank, members in enumerate(NL2PDDL_LAYERS):
+        if part in members:
+            return rank, part
+    raise AssertionError(f"{module}: {part!r} is in no layer of NL2PDDL_LAYERS in tests/test_architecture.py")
+
+
+def nl2pddl_upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import inside ``nl2pddl`` from a higher sub-package, or from another of its own layer."""
+    out = []
+    for name, targets in sorted(graph.items()):
+        if not name.startswith("plansuite.nl2pddl"):
+            continue
+        rank, part = nl2pddl_layer_of(name)
+        for target in sorted(t for t in targets if t.startswith("plansuite.nl2pddl")):
+            t_rank, t_part = nl2pddl_layer_of(target)
+            if t_rank > rank or (t_rank == rank and t_part != part):
+                out.append(f"{name} imports {target}")
+    return out
+
+
+def test_nl2pddl_sub_packages_import_only_downward():
+    assert nl2pddl_upward_imports(import_graph()) == []
+
+
+def test_every_nl2pddl_module_is_in_a_sub_package():
+    loose = [name for name in modules() if name.count(".") == 2
+             and name.startswith("plansuite.nl2pddl.") and modules()[name].name != "__init__.py"]
+    assert loose == ["plansuite.nl2pddl.chat_server"]
+
+
+def test_the_nl2pddl_layer_check_finds_the_back_edges_it_forbids():
+    back_edges = {"plansuite.nl2pddl.judging.equivalence": {"plansuite.nl2pddl.data.scenes"},
+                  "plansuite.nl2pddl.models.learned": {"plansuite.nl2pddl.loop.repair"},
+                  "plansuite.nl2pddl.loop.generate": {"plansuite.nl2pddl.data.dataset",
+                                                      "plansuite.nl2pddl.chat_server"}}
+    assert nl2pddl_upward_imports(back_edges) == [
+        "plansuite.nl2pddl.judging.equivalence imports plansuite.nl2pddl.data.scenes",
+        "plansuite.nl2pddl.loop.generate imports plansuite.nl2pddl.chat_server",
+        "plansuite.nl2pddl.models.learned imports plansuite.nl2pddl.loop.repair"]
 
 
 def test_the_trainer_knows_model_kinds_only_through_their_plug_ins():

@@ -116,7 +116,7 @@ def test_bad_input(custom_folder, tmp_path):
 
 
 @pytest.mark.parametrize(("override", "choices"), [
-    ("domain=sokoban", "blocksworld, custom, gripper"), ("dataset=huge", "demo, nl2pddl_blocksworld")])
+    ("domain=sokoban", "blocksworld, custom, gripper"), ("dataset=huge", "demo, paper, tiny")])
 def test_unknown_presets(override, choices, tmp_path):
     out = tmp_path / "ds"
     proc = run_cli(override, f"out_dir={out}", cwd=tmp_path)

@@ -7,8 +7,8 @@ import random
 import pytest
 
 from plansuite.domains import builtin_path, load_builtin
-from plansuite.nl2pddl.equivalence import canonical_metric, compare, semantic, structural
-from plansuite.nl2pddl.worlds import (
+from plansuite.nl2pddl.judging.equivalence import canonical_metric, compare, semantic, structural
+from plansuite.nl2pddl.judging.worlds import (
     BLOCKSWORLD,
     GRIPPER,
     SearchBudgetExceeded,

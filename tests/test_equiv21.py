@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from plansuite.domains import BUILTIN_DIR
-from plansuite.nl2pddl.equivalence import canonical_metric, compare
+from plansuite.nl2pddl.judging.equivalence import canonical_metric, compare
 from plansuite.pddl.parse import load_domain, load_problem
 
 DATA = Path(__file__).parent / "data21"

@@ -13,9 +13,13 @@ from test_equiv_cli import equiv
 from plansuite.domains import load_builtin
 from plansuite.domains.blocksworld import BlocksworldStates, state_count
 from plansuite.domains.gripper import GripperStates
-from plansuite.nl2pddl.equivalence import _match, compare, semantic, structural
-from plansuite.nl2pddl.general_semantics import complete_goal, general_semantic, type_predicates
-from plansuite.nl2pddl.worlds import implied_literals, world_for
+from plansuite.nl2pddl.judging.equivalence import _match, compare, semantic, structural
+from plansuite.nl2pddl.judging.general_semantics import (
+    complete_goal,
+    general_semantic,
+    type_predicates,
+)
+from plansuite.nl2pddl.judging.worlds import implied_literals, world_for
 from plansuite.pddl.model import Problem, atom_text
 from plansuite.pddl.parse import load_domain, parse_problem
 from plansuite.pddl.simulator import GroundTask

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from plansuite.domains import builtin_path, load_builtin
-from plansuite.nl2pddl.dataset import NL2PDDLSpec, build_nl2pddl, load_pairs
-from plansuite.nl2pddl.generators import BackendError, Feedback, OpenAIChatGenerator
+from plansuite.nl2pddl.data.dataset import NL2PDDLSpec, build_nl2pddl, load_pairs
+from plansuite.nl2pddl.decoding.generators import BackendError, Feedback, OpenAIChatGenerator
 from plansuite.pddl.checks import Diagnostic
 
 

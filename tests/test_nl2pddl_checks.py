@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from plansuite.domains import builtin_path
-from plansuite.nl2pddl.problem_checks import OperationalChecker
+from plansuite.nl2pddl.judging.problem_checks import OperationalChecker
 from plansuite.pddl.fast_downward import PlanResult
 from plansuite.pddl.val import ValResult
 

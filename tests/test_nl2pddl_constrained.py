@@ -15,10 +15,10 @@ from plansuite.errors import ConfigError, PDDLError
 from plansuite.models.backbone import BackboneConfig, tiny_model
 from plansuite.models.inference import GeneratorPolicy
 from plansuite.models.tokenizer import decode
-from plansuite.nl2pddl import scenes
-from plansuite.nl2pddl.constrained import ConstrainedProblemDecoding, ProblemGrammar
-from plansuite.nl2pddl.generators import extract_problem
-from plansuite.nl2pddl.text_tokenizer import train_text_tokenizer
+from plansuite.nl2pddl.data import scenes
+from plansuite.nl2pddl.decoding.constrained import ConstrainedProblemDecoding, ProblemGrammar
+from plansuite.nl2pddl.decoding.generators import extract_problem
+from plansuite.nl2pddl.models.text_tokenizer import train_text_tokenizer
 from plansuite.pddl.checks import check_problem
 from plansuite.pddl.model import problem_to_pddl
 from plansuite.pddl.parse import parse_problem
@@ -156,7 +156,7 @@ def test_greedy_decoding_and_a_kept_prefix_stay_consistent(random_models):
 
 def test_the_local_backend_option_reaches_the_decoder(random_models, tmp_path):
     """``constrained`` of :class:`LocalGenerator` switches the processor on and off."""
-    from plansuite.nl2pddl.learned import LocalGenerator
+    from plansuite.nl2pddl.models.learned import LocalGenerator
 
     gen = LocalGenerator.__new__(LocalGenerator)  # the export-free parts: grammar and processor
     gen.policy, gen._grammars, gen._token_texts = random_models["blocksworld"], {}, None
@@ -231,7 +231,7 @@ def test_valid_states_forbid_a_fact_no_state_holds_with_the_earlier_ones(name):
 
 @pytest.mark.parametrize("name", DOMAINS)
 def test_a_random_model_under_valid_states_writes_only_sections_some_state_holds(random_models, name):
-    from plansuite.nl2pddl.worlds import find_state, world_for
+    from plansuite.nl2pddl.judging.worlds import find_state, world_for
 
     domain = load_builtin(name)
     texts = generate(random_models[name], name, 6, constrained=True, budget=160)
@@ -267,7 +267,7 @@ def test_a_random_model_started_with_an_explicit_description_writes_only_stated_
     """Under ``stated_relations`` (the decoder started with the description), every fact relating
     two or more objects relates objects one clause names together, once the declared objects are
     all named in the text; without the description, a random model writes others."""
-    from plansuite.nl2pddl.mentions import problem_facts, unsupported_facts
+    from plansuite.nl2pddl.decoding.mentions import problem_facts, unsupported_facts
 
     domain = load_builtin(name)
     reference = references(name, 1, seed=3)[0]

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from plansuite.domains import BUILTIN_DIR, builtin_path, load_builtin
-from plansuite.nl2pddl.corrupt import KINDS, corrupt, equivalent_variant, shuffled_pddl
-from plansuite.nl2pddl.critic import (
+from plansuite.nl2pddl.data.corrupt import KINDS, corrupt, equivalent_variant, shuffled_pddl
+from plansuite.nl2pddl.data.dataset import NL2PDDLSpec, scenarios
+from plansuite.nl2pddl.judging.critic import (
     CRITIC_LABELS,
     MISMATCH_HINTS,
     CriticVerdict,
@@ -18,10 +19,9 @@ from plansuite.nl2pddl.critic import (
     critic_labels,
     critic_report,
 )
-from plansuite.nl2pddl.dataset import NL2PDDLSpec, scenarios
-from plansuite.nl2pddl.equivalence import compare, semantic
-from plansuite.nl2pddl.problem_checks import OperationalChecker
-from plansuite.nl2pddl.worlds import find_state, world_for
+from plansuite.nl2pddl.judging.equivalence import compare, semantic
+from plansuite.nl2pddl.judging.problem_checks import OperationalChecker
+from plansuite.nl2pddl.judging.worlds import find_state, world_for
 from plansuite.pddl.checks import check_problem
 from plansuite.pddl.parse import parse_problem
 
@@ -121,7 +121,7 @@ def test_an_accepting_critic_keeps_success_and_no_critic_means_not_run():
                                                  ("fluent", "(:init ...)", 3)])
 def test_pddl21_critic_kinds_point_at_their_section_and_a_repair_rewrites_from_there(
         kind, construct, line):
-    from plansuite.nl2pddl.generators import resample_from
+    from plansuite.nl2pddl.decoding.generators import resample_from
     from plansuite.pddl.fast_downward import PlanResult
     from plansuite.pddl.val import ValResult
 
@@ -156,7 +156,7 @@ def test_critic_labels_follow_the_dataset_and_reports_cover_the_new_kinds():
 def test_the_likelihood_critic_also_reads_a_goal_without_the_facts_it_implies():
     """A goal completed by implied facts is the same problem: the critic also reads it without
     its tail facts while the kept ones imply them, never dropping one that is not implied."""
-    from plansuite.nl2pddl.likelihood_critic import LikelihoodCritic
+    from plansuite.nl2pddl.models.likelihood_critic import LikelihoodCritic
 
     critic = LikelihoodCritic.__new__(LikelihoodCritic)  # the model-free part: the readings
     critic.domain = load_builtin("blocksworld")
@@ -175,7 +175,7 @@ def test_the_likelihood_critic_also_reads_a_goal_without_the_facts_it_implies():
 
 
 def test_goal_implication_without_a_state_model_comes_from_the_reachable_states():
-    from plansuite.nl2pddl.likelihood_critic import goal_implied_by
+    from plansuite.nl2pddl.models.likelihood_critic import goal_implied_by
     from plansuite.pddl.parse import parse_domain
 
     domain = parse_domain("""(define (domain lamp) (:requirements :strips)
@@ -192,7 +192,7 @@ def test_goal_implication_without_a_state_model_comes_from_the_reachable_states(
 def test_a_goal_fact_true_initially_is_not_implied_by_the_others():
     """Without a state model: a fluent goal fact that holds in :init but can be undone is not
     implied by the rest of the goal (only static facts in :init are)."""
-    from plansuite.nl2pddl.likelihood_critic import goal_implied_by
+    from plansuite.nl2pddl.models.likelihood_critic import goal_implied_by
     from plansuite.pddl.parse import parse_domain
 
     domain = parse_domain("""(define (domain lamp) (:requirements :strips)
@@ -212,8 +212,8 @@ def test_mention_check_accepts_every_reference_and_catches_copied_facts_with_wro
     """Every reference passes against its own description; a reference whose multi-object fact
     has its objects swapped for others (a copy error) is rejected with that fact quoted; abstract
     descriptions, which do not name the objects, get no verdict at all."""
-    from plansuite.nl2pddl.dataset import build_nl2pddl, load_pairs
-    from plansuite.nl2pddl.mentions import mention_verdict, problem_facts
+    from plansuite.nl2pddl.data.dataset import build_nl2pddl, load_pairs
+    from plansuite.nl2pddl.decoding.mentions import mention_verdict, problem_facts
 
     domain = load_builtin(name)
     build_nl2pddl(SPECS[name], domain, builtin_path(name).read_text(), tmp_path, seed=4, progress=lambda _: None)
@@ -249,9 +249,9 @@ def test_mention_check_accepts_every_reference_and_catches_copied_facts_with_wro
 def test_mention_check_names_the_objects_of_a_left_out_relation_for_the_repair_to_seed(name, tmp_path):
     """A reference with a fact relating two objects left out is rejected with those objects
     (``related``), which the diagnostic carries as ``relation X Y`` for a seeded rewrite."""
-    from plansuite.nl2pddl.critic import critic_diagnostic
-    from plansuite.nl2pddl.dataset import build_nl2pddl, load_pairs
-    from plansuite.nl2pddl.mentions import ENGLISH_WORDS, mention_verdict, problem_facts
+    from plansuite.nl2pddl.data.dataset import build_nl2pddl, load_pairs
+    from plansuite.nl2pddl.decoding.mentions import ENGLISH_WORDS, mention_verdict, problem_facts
+    from plansuite.nl2pddl.judging.critic import critic_diagnostic
 
     domain = load_builtin(name)
     build_nl2pddl(SPECS[name], domain, builtin_path(name).read_text(), tmp_path, seed=4, progress=lambda _: None)
@@ -280,8 +280,8 @@ def test_mention_check_rejects_an_object_declared_for_nothing(name, tmp_path):
     """An extra object in ``:objects`` that no fact mentions and the text never names (a generator
     declaring four balls for two) is rejected as an object mismatch, quoted on its line, for
     explicit and abstract descriptions alike; the references themselves declare none."""
-    from plansuite.nl2pddl.dataset import build_nl2pddl, load_pairs
-    from plansuite.nl2pddl.mentions import mention_verdict
+    from plansuite.nl2pddl.data.dataset import build_nl2pddl, load_pairs
+    from plansuite.nl2pddl.decoding.mentions import mention_verdict
 
     domain = load_builtin(name)
     build_nl2pddl(SPECS[name], domain, builtin_path(name).read_text(), tmp_path, seed=4, progress=lambda _: None)

@@ -16,8 +16,8 @@ from plansuite.cli.nl2pddl import run as nl2pddl_run
 from plansuite.domains import builtin_path, load_builtin
 from plansuite.domains.blocksworld import state_atoms
 from plansuite.errors import ConfigError
-from plansuite.nl2pddl import scenes
-from plansuite.nl2pddl.dataset import (
+from plansuite.nl2pddl.data import scenes
+from plansuite.nl2pddl.data.dataset import (
     NL2PDDLSpec,
     assign_scene_splits,
     build_nl2pddl,
@@ -27,7 +27,7 @@ from plansuite.nl2pddl.dataset import (
     scenarios,
     scene_key,
 )
-from plansuite.nl2pddl.describe import (
+from plansuite.nl2pddl.data.describe import (
     count,
     describe,
     described_order,
@@ -36,8 +36,8 @@ from plansuite.nl2pddl.describe import (
     mention,
     named,
 )
-from plansuite.nl2pddl.equivalence import semantic
-from plansuite.nl2pddl.worlds import world_for
+from plansuite.nl2pddl.judging.equivalence import semantic
+from plansuite.nl2pddl.judging.worlds import world_for
 from plansuite.pddl.checks import check_problem
 from plansuite.pddl.parse import parse_problem
 
@@ -226,16 +226,25 @@ def _compose(overrides):
         return compose(config_name="nl2pddl", overrides=overrides)
 
 
+def test_nl2pddl_presets_are_their_own_group():
+    """``nl2pddl_dataset=gripper`` selects a preset read as ``dataset``; the old spelling says the new."""
+    cfg = _compose(["task=data", "nl2pddl_dataset=gripper", "dataset.random_problems=10"])
+    assert cfg.dataset.name == "nl2pddl_gripper" and cfg.dataset.random_problems == 10
+    from plansuite.cli.hydra_diagnosis import unknown_option_before_start
+    assert unknown_option_before_start(["task=data", "dataset=nl2pddl_fuel"]).endswith(
+        "write nl2pddl_dataset=fuel")
+
+
 def test_cli_data_task_and_bad_preset(tmp_path, capsys):
     out = tmp_path / "cli"
-    cfg = _compose(["task=data", "dataset=nl2pddl_gripper", f"out_dir={out}", "dataset.random_problems=10",
+    cfg = _compose(["task=data", "nl2pddl_dataset=gripper", f"out_dir={out}", "dataset.random_problems=10",
                     "dataset.abstract_sizes=[2,3]", "dataset.explicit_per_problem=1",
                     "dataset.abstract_per_problem=1"])
     manifest = nl2pddl_run(cfg)
     assert manifest["dataset"] == "nl2pddl_gripper" and (out / "pairs" / "test.jsonl").is_file()
     assert "wrote" in capsys.readouterr().out
     with pytest.raises(SystemExit):
-        nl2pddl_run(_compose(["task=data", "dataset=tiny", f"out_dir={tmp_path / 'x'}"]))
+        nl2pddl_run(_compose(["task=data", "+dataset.horizon=3", f"out_dir={tmp_path / 'x'}"]))
     assert "not an NL→PDDL preset" in capsys.readouterr().err
 
 
@@ -460,7 +469,7 @@ def test_the_same_dataset_in_every_process(tmp_path):
     import subprocess
     import sys
 
-    code = ("import sys; from plansuite.nl2pddl.dataset import NL2PDDLSpec, build_nl2pddl; "
+    code = ("import sys; from plansuite.nl2pddl.data.dataset import NL2PDDLSpec, build_nl2pddl; "
             "from plansuite.domains import load_builtin, builtin_path; "
             "build_nl2pddl(NL2PDDLSpec(random_problems=20, abstract_sizes=[3, 4], heights_problems=5), "
             "load_builtin('blocksworld'), builtin_path('blocksworld').read_text(), sys.argv[1], seed=0, "

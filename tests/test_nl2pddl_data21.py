@@ -7,9 +7,14 @@ import random
 import pytest
 
 from plansuite.domains import load_builtin
-from plansuite.nl2pddl.dataset import NL2PDDLSpec, build_nl2pddl, load_critic_examples, load_pairs
-from plansuite.nl2pddl.equivalence import compare
-from plansuite.nl2pddl.scenes21 import corrupt21, describe21, scenarios21
+from plansuite.nl2pddl.data.dataset import (
+    NL2PDDLSpec,
+    build_nl2pddl,
+    load_critic_examples,
+    load_pairs,
+)
+from plansuite.nl2pddl.data.scenes21 import corrupt21, describe21, scenarios21
+from plansuite.nl2pddl.judging.equivalence import compare
 from plansuite.pddl.checks import check_problem
 from plansuite.pddl.model import problem_to_pddl
 from plansuite.pddl.parse import parse_problem

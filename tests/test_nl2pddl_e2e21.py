@@ -12,8 +12,8 @@ import pytest
 from test_nl2pddl_backend import chat, serve  # noqa: F401 (serve is a fixture)
 from test_nl2pddl_models import nl2pddl, offline, train  # noqa: F401 (offline: autouse)
 
-from plansuite.nl2pddl.dataset import load_critic_examples, load_pairs
-from plansuite.nl2pddl.round_metrics import COLUMNS
+from plansuite.nl2pddl.data.dataset import load_critic_examples, load_pairs
+from plansuite.nl2pddl.loop.round_metrics import COLUMNS
 from plansuite.pddl import planners
 from plansuite.pddl.parse import load_domain
 
@@ -29,7 +29,7 @@ def _enhsp_missing() -> str | None:
 @pytest.mark.skipif(_enhsp_missing() is not None, reason=f"ENHSP absent here: {_enhsp_missing()}")
 def test_fuel_data_train_critic_and_repair_from_the_cli(tmp_path, serve):  # noqa: F811
     data, pg, critic = tmp_path / "data", tmp_path / "pg", tmp_path / "critic"
-    nl2pddl("task=data", "dataset=nl2pddl_fuel", f"out_dir={data}", "dataset.random_problems=12",
+    nl2pddl("task=data", "nl2pddl_dataset=fuel", f"out_dir={data}", "dataset.random_problems=12",
             "dataset.rooms=[2,3]", "dataset.abstract_sizes=[1,2]")
     assert planners.planner_for(load_domain(data / "domain.pddl")) == "enhsp"
     labels = {e.label for e in load_critic_examples(data, "train")}
@@ -88,12 +88,12 @@ def test_fuel_data_train_critic_and_repair_from_the_cli(tmp_path, serve):  # noq
     assert "| 1 | 3 |" in (run / "metrics.md").read_text()
 
 
-@pytest.mark.parametrize("preset", ["nl2pddl_fuel", "nl2pddl_timed"])
+@pytest.mark.parametrize("preset", ["fuel", "timed"])
 def test_corpus_tokenizer_covers_numbers_and_metrics_it_never_saw(preset, tmp_path):
-    from plansuite.nl2pddl.text_datamodules import text_corpus
-    from plansuite.nl2pddl.text_tokenizer import train_text_tokenizer
+    from plansuite.nl2pddl.models.text_datamodules import text_corpus
+    from plansuite.nl2pddl.models.text_tokenizer import train_text_tokenizer
 
-    nl2pddl("task=data", f"dataset={preset}", f"out_dir={tmp_path}", "dataset.random_problems=10",
+    nl2pddl("task=data", f"nl2pddl_dataset={preset}", f"out_dir={tmp_path}", "dataset.random_problems=10",
             "dataset.rooms=[2]", "dataset.abstract_sizes=[1]")
     tok = train_text_tokenizer(text_corpus(tmp_path, "problem_generator"), vocab_size=400)
     unseen = ("(:init (= (fuel truck7) 137.25) (= (move-time robot3) 0.5) (= (fuel-used) -3))\n"

@@ -21,9 +21,9 @@ from plansuite.cli import CONF_DIR
 from plansuite.cli.nl2pddl import run as nl2pddl_run
 from plansuite.errors import ConfigError
 from plansuite.nl2pddl.chat_server import ChatService, make_server
-from plansuite.nl2pddl.generate import GENERATE_LOG, read_descriptions
-from plansuite.nl2pddl.problem_checks import FLAGS
-from plansuite.nl2pddl.repair import STOP_RULES
+from plansuite.nl2pddl.judging.problem_checks import FLAGS
+from plansuite.nl2pddl.loop.generate import GENERATE_LOG, read_descriptions
+from plansuite.nl2pddl.loop.repair import STOP_RULES
 
 KITCHEN = Path(__file__).parent / "data" / "kitchen.pddl"
 PLACES, FOODS, TOOLS = ["counter", "hob", "table", "sink"], ["carrot", "onion", "leek"], ["knife", "cleaver"]

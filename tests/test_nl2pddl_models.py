@@ -18,14 +18,23 @@ from plansuite.cli.nl2pddl import run as nl2pddl_run
 from plansuite.cli.train import run as train_run
 from plansuite.domains import builtin_path, load_builtin
 from plansuite.errors import ConfigError
-from plansuite.nl2pddl.critic import CRITIC_LABELS, CriticVerdict
-from plansuite.nl2pddl.dataset import NL2PDDLSpec, build_nl2pddl, load_critic_examples, load_pairs
-from plansuite.nl2pddl.generators import BackendError, Feedback, resample_from
-from plansuite.nl2pddl.learned import LearnedCritic, LocalGenerator
-from plansuite.nl2pddl.problem_checks import OperationalChecker
-from plansuite.nl2pddl.repair import repair
-from plansuite.nl2pddl.text_datamodules import CriticDataModule, ProblemDataModule, text_corpus
-from plansuite.nl2pddl.text_tokenizer import train_text_tokenizer
+from plansuite.nl2pddl.data.dataset import (
+    NL2PDDLSpec,
+    build_nl2pddl,
+    load_critic_examples,
+    load_pairs,
+)
+from plansuite.nl2pddl.decoding.generators import BackendError, Feedback, resample_from
+from plansuite.nl2pddl.judging.critic import CRITIC_LABELS, CriticVerdict
+from plansuite.nl2pddl.judging.problem_checks import OperationalChecker
+from plansuite.nl2pddl.loop.repair import repair
+from plansuite.nl2pddl.models.learned import LearnedCritic, LocalGenerator
+from plansuite.nl2pddl.models.text_datamodules import (
+    CriticDataModule,
+    ProblemDataModule,
+    text_corpus,
+)
+from plansuite.nl2pddl.models.text_tokenizer import train_text_tokenizer
 from plansuite.pddl.checks import Diagnostic
 from plansuite.pddl.parse import parse_problem
 
@@ -396,8 +405,8 @@ def test_likelihood_critic_scores_exactly_the_generators_loss(generator_export, 
     import torch
 
     from plansuite.models.tokenizer import encode
-    from plansuite.nl2pddl.dataset import END, generation_prompt
-    from plansuite.nl2pddl.likelihood_critic import LikelihoodCritic
+    from plansuite.nl2pddl.data.dataset import END, generation_prompt
+    from plansuite.nl2pddl.models.likelihood_critic import LikelihoodCritic
 
     critic = LikelihoodCritic(generator_export[0], threshold=0.5, batch_size=3)
     pairs = load_pairs(data, "test")[:4]
@@ -414,7 +423,7 @@ def test_likelihood_critic_scores_exactly_the_generators_loss(generator_export, 
 
 
 def test_likelihood_critic_names_the_section_and_atom_of_its_doubt(generator_export):
-    from plansuite.nl2pddl.likelihood_critic import LikelihoodCritic, TokenDoubt
+    from plansuite.nl2pddl.models.likelihood_critic import LikelihoodCritic, TokenDoubt
 
     critic = LikelihoodCritic(generator_export[0], threshold=0.01)
     text = "(define (problem p)\n  (:domain d)\n  (:objects b1 b2)\n  (:init (on b1 b2) (clear b1))\n  (:goal (and (on b2 b1))))"
@@ -424,7 +433,7 @@ def test_likelihood_critic_names_the_section_and_atom_of_its_doubt(generator_exp
     assert "'(on b1 b2)' in :init" in critic._verdict(text, text, TokenDoubt(0.001, text.index("b2) (clear"))).message
     assert critic._verdict(text, text, TokenDoubt(0.5, 3)).accepted
     # the repair keeps the facts before the doubted one and rewrites from it
-    from plansuite.nl2pddl.critic import critic_diagnostic
+    from plansuite.nl2pddl.judging.critic import critic_diagnostic
 
     doubted = critic._verdict(text, text, TokenDoubt(0.001, text.index("b2) (clear")))
     kept = text[:resample_from(text, [critic_diagnostic(doubted, "generated")])]
@@ -436,7 +445,7 @@ def test_likelihood_critic_names_the_section_and_atom_of_its_doubt(generator_exp
 
 
 def test_likelihood_critic_judges_the_facts_not_their_order_or_layout(generator_export, data):
-    from plansuite.nl2pddl.likelihood_critic import LikelihoodCritic, atom_lines
+    from plansuite.nl2pddl.models.likelihood_critic import LikelihoodCritic, atom_lines
 
     critic = LikelihoodCritic(generator_export[0], threshold=0.5)
     pair = load_pairs(data, "test")[0]
@@ -464,7 +473,7 @@ def test_likelihood_critic_judges_the_facts_not_their_order_or_layout(generator_
 
 
 def test_the_decoder_can_write_the_problems_name_and_the_critic_reads_under_it(generator_export, data):
-    from plansuite.nl2pddl.likelihood_critic import LikelihoodCritic
+    from plansuite.nl2pddl.models.likelihood_critic import LikelihoodCritic
 
     export, _ = generator_export
     domain_text = builtin_path("blocksworld").read_text()
@@ -526,7 +535,7 @@ def test_completion_loss_is_the_models_own_loss_and_gradient():
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from plansuite.nl2pddl.problem_generator_module import completion_loss
+    from plansuite.nl2pddl.models.problem_generator_module import completion_loss
 
     torch.manual_seed(0)
     model = GPT2LMHeadModel(GPT2Config(vocab_size=50, n_positions=64, n_embd=32, n_layer=1, n_head=2,
@@ -553,7 +562,7 @@ def test_completion_loss_over_a_fixed_token_count_weighs_every_token_alike():
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from plansuite.nl2pddl.problem_generator_module import completion_loss
+    from plansuite.nl2pddl.models.problem_generator_module import completion_loss
 
     torch.manual_seed(0)
     model = GPT2LMHeadModel(GPT2Config(vocab_size=50, n_positions=64, n_embd=32, n_layer=1, n_head=2))
@@ -575,7 +584,7 @@ def test_completion_loss_in_length_runs_is_the_whole_batchs_loss_and_gradient():
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from plansuite.nl2pddl.problem_generator_module import completion_loss
+    from plansuite.nl2pddl.models.problem_generator_module import completion_loss
 
     torch.manual_seed(0)
     model = GPT2LMHeadModel(GPT2Config(vocab_size=50, n_positions=64, n_embd=32, n_layer=2, n_head=2,
@@ -604,7 +613,7 @@ def test_completion_loss_in_length_runs_is_the_whole_batchs_loss_and_gradient():
 
 
 def test_length_runs_compute_fewer_positions_than_the_padded_batch():
-    from plansuite.nl2pddl.problem_generator_module import length_runs
+    from plansuite.nl2pddl.models.problem_generator_module import length_runs
 
     lengths = [500, 100, 120, 110, 480, 90, 100, 105]
     for parts in (1, 2, 3, 8):

@@ -10,9 +10,11 @@ import pytest
 
 from plansuite.domains import builtin_path, load_builtin
 from plansuite.errors import ConfigError
-from plansuite.nl2pddl.dataset import NL2PDDLSpec, build_nl2pddl, load_pairs
-from plansuite.nl2pddl.equivalence import semantic
-from plansuite.nl2pddl.experiment import (
+from plansuite.nl2pddl.data.dataset import NL2PDDLSpec, build_nl2pddl, load_pairs
+from plansuite.nl2pddl.decoding.generators import BackendError, Feedback
+from plansuite.nl2pddl.judging.equivalence import semantic
+from plansuite.nl2pddl.judging.problem_checks import OperationalChecker
+from plansuite.nl2pddl.loop.experiment import (
     ATTEMPTS,
     METRICS_JSON,
     METRICS_MD,
@@ -21,10 +23,8 @@ from plansuite.nl2pddl.experiment import (
     score_run,
     start_run,
 )
-from plansuite.nl2pddl.generators import BackendError, Feedback
-from plansuite.nl2pddl.problem_checks import OperationalChecker
-from plansuite.nl2pddl.repair import STOP_RULES, build_feedback, check_max_attempts, repair
-from plansuite.nl2pddl.round_metrics import gap_table, round_metrics
+from plansuite.nl2pddl.loop.repair import STOP_RULES, build_feedback, check_max_attempts, repair
+from plansuite.nl2pddl.loop.round_metrics import gap_table, round_metrics
 from plansuite.pddl.fast_downward import PlanResult
 from plansuite.pddl.model import problem_to_pddl
 from plansuite.pddl.parse import parse_problem
@@ -235,8 +235,8 @@ def test_check_rewrites_in_critic_order_keeps_the_passing_rewrite_the_critic_pre
     """Two rewrites pass the checks; ``rewrite_order=critic`` keeps the one it scores higher
     (the backend offered it second), ``sampled`` the first offered."""
     from plansuite.errors import ConfigError
-    from plansuite.nl2pddl.critic import CriticVerdict
-    from plansuite.nl2pddl.problem_checks import OperationalChecker
+    from plansuite.nl2pddl.judging.critic import CriticVerdict
+    from plansuite.nl2pddl.judging.problem_checks import OperationalChecker
 
     liked = OK.replace("(:goal (and", "(:goal (and ")  # the same problem, another text
 

@@ -10,7 +10,7 @@ from test_planners21 import needs_enhsp
 
 from plansuite.cli import equiv
 from plansuite.errors import PDDLError
-from plansuite.nl2pddl.equivalence import compare
+from plansuite.nl2pddl.judging.equivalence import compare
 from plansuite.pddl import planners, val
 from plansuite.pddl.expressions import canonical, expr_text, parse_expr
 from plansuite.pddl.model import problem_to_pddl, rename_problem

@@ -17,7 +17,7 @@ from plansuite.cli import CONF_DIR
 from plansuite.data.load import load_instances
 from plansuite.domains import builtin_path
 from plansuite.errors import ConfigError, PDDLError, PlannerError
-from plansuite.nl2pddl.equivalence import compare, compare_file
+from plansuite.nl2pddl.judging.equivalence import compare, compare_file
 from plansuite.pddl import fast_downward
 from plansuite.pddl.parse import load_problem, parse_domain, parse_problem
 from plansuite.pddl.simulator import GroundTask
@@ -261,7 +261,7 @@ def test_a_stand_in_driver_that_cannot_list_aliases_is_not_second_guessed(fake_p
 
 
 def test_the_nl2pddl_checker_fails_loudly_on_a_broken_planner_and_blames_no_goal(fake_planner):
-    from plansuite.nl2pddl.problem_checks import OperationalChecker
+    from plansuite.nl2pddl.judging.problem_checks import OperationalChecker
     from plansuite.pddl.fast_downward import PlanResult
 
     fake_planner("sys.exit(0)")

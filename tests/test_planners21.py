@@ -8,8 +8,8 @@ import pytest
 
 from plansuite.domains import BUILTIN_DIR, builtin_path, load_builtin
 from plansuite.errors import PlannerError
-from plansuite.nl2pddl.problem_checks import OperationalChecker
-from plansuite.nl2pddl.repair import build_feedback
+from plansuite.nl2pddl.judging.problem_checks import OperationalChecker
+from plansuite.nl2pddl.loop.repair import build_feedback
 from plansuite.pddl import planners, val
 from plansuite.pddl.parse import load_domain
 

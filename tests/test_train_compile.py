@@ -7,7 +7,7 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
 from plansuite.models.compiled import compile_for_training
-from plansuite.nl2pddl.problem_generator_module import completion_loss
+from plansuite.nl2pddl.models.problem_generator_module import completion_loss
 
 
 def tiny_lm(seed: int = 0) -> GPT2LMHeadModel:

@@ -36,8 +36,8 @@ from plansuite.domains.blocksworld import BlocksworldStates
 from plansuite.models.backbone import BackboneConfig
 from plansuite.models.generator import GeneratorConfig
 from plansuite.models.verifier import VerifierConfig
-from plansuite.nl2pddl.critic_module import CriticConfig
-from plansuite.nl2pddl.problem_generator_module import ProblemGeneratorConfig
+from plansuite.nl2pddl.models.critic_module import CriticConfig
+from plansuite.nl2pddl.models.problem_generator_module import ProblemGeneratorConfig
 from plansuite.training import CPU_TRAINER, TrainSpec, build
 
 EVERY = 4  # checkpoint_every_n_steps
@@ -62,7 +62,7 @@ class KillAt(L.Callback):
 def datasets(tmp_path_factory) -> dict[str, Path]:
     """A tiny transition dataset (generator, verifier) and a tiny NL -> PDDL one (the problem
     generator, the critic)."""
-    from plansuite.nl2pddl.dataset import NL2PDDLSpec, build_nl2pddl
+    from plansuite.nl2pddl.data.dataset import NL2PDDLSpec, build_nl2pddl
 
     root = tmp_path_factory.mktemp("resume")
     spec = DatasetSpec(train_states=24, val_states=4, test_instances=2, val_instances=2, chunk_size=12)

@@ -5,7 +5,7 @@ the transformer body of a training step through ``torch.compile`` (Inductor, dyn
 This measures the NL -> PDDL problem generator's step as ``make nl2pddl-cpu`` trains it: the tiny
 text GPT-2 (3 x 128, vocabulary 2 048), batches of 8 pairs of varied lengths (each padded to its
 longest, so nearly every step is a new shape), the completion loss
-(:func:`~plansuite.nl2pddl.problem_generator_module.completion_loss` on the second half of each
+(:func:`~plansuite.nl2pddl.models.problem_generator_module.completion_loss` on the second half of each
 row), gradient clipping and AdamW. Same initial weights and batches for both sides; rounds
 alternate (eager, compiled, eager, ...) so machine load hits both. Compiling happens before the
 rounds, on one probe batch (forward and backward: ``compile_s``).
@@ -26,7 +26,7 @@ from transformers import GPT2LMHeadModel
 
 from experiments.bench.steps import VOCAB, problem_generator_model, training_tokens_per_s
 from plansuite.models.compiled import compile_for_training
-from plansuite.nl2pddl.problem_generator_module import completion_loss
+from plansuite.nl2pddl.models.problem_generator_module import completion_loss
 
 STEPS, WARM, ROUNDS = 24, 2, 3  # steps per round, steps excluded from timing, rounds per side
 BATCH, LENGTH = 8, 256  # the problem generator's batches as make nl2pddl-cpu trains it

@@ -1,6 +1,6 @@
 """Problem-generator training steps with ``model.length_splits`` 1, 2, 4 and 8, side by side.
 
-``model.length_splits=k`` (:func:`~plansuite.nl2pddl.problem_generator_module.completion_loss`)
+``model.length_splits=k`` (:func:`~plansuite.nl2pddl.models.problem_generator_module.completion_loss`)
 computes a right-padded batch as up to ``k`` runs of rows of similar length, each cut to its own
 longest row: the loss and gradient of the whole batch, with less padding computed. Measured here
 on the problem generator as ``make nl2pddl-cpu`` trains it (tiny text GPT-2 3 x 128, vocabulary
@@ -21,7 +21,7 @@ import torch
 from transformers import GPT2LMHeadModel
 
 from experiments.bench.steps import VOCAB, problem_generator_model, training_tokens_per_s
-from plansuite.nl2pddl.problem_generator_module import completion_loss, length_runs
+from plansuite.nl2pddl.models.problem_generator_module import completion_loss, length_runs
 
 STEPS, WARM, ROUNDS = 16, 2, 3  # steps per round, steps excluded from timing, rounds per side
 BATCH = 8  # the problem generator's batches as make nl2pddl-cpu trains it

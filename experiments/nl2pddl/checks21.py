@@ -11,8 +11,8 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from plansuite.nl2pddl.dataset import load_critic_examples
-from plansuite.nl2pddl.problem_checks import FLAGS, OperationalChecker
+from plansuite.nl2pddl.data.dataset import load_critic_examples
+from plansuite.nl2pddl.judging.problem_checks import FLAGS, OperationalChecker
 
 
 def main() -> None:

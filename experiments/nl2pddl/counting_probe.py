@@ -20,11 +20,11 @@ import re
 from pathlib import Path
 
 from plansuite.domains import load_builtin
-from plansuite.nl2pddl import scenes
-from plansuite.nl2pddl.dataset import load_pairs
-from plansuite.nl2pddl.describe import describe
-from plansuite.nl2pddl.equivalence import compare
-from plansuite.nl2pddl.learned import LocalGenerator
+from plansuite.nl2pddl.data import scenes
+from plansuite.nl2pddl.data.dataset import load_pairs
+from plansuite.nl2pddl.data.describe import describe
+from plansuite.nl2pddl.judging.equivalence import compare
+from plansuite.nl2pddl.models.learned import LocalGenerator
 from plansuite.pddl.model import problem_to_pddl
 
 SIZES = [3, 4, 5, 6, 7, 8, 9, 10]

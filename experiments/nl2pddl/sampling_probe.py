@@ -2,7 +2,7 @@
 
 For every abstract test pair of a dataset: the greedy first attempt and ``--samples`` sampled first
 attempts (the local backend as ``make nl2pddl-cpu`` runs it: constrained, the domain's problem name,
-:meth:`~plansuite.nl2pddl.learned.LocalGenerator.sample`), each judged by semantic equivalence with
+:meth:`~plansuite.nl2pddl.models.learned.LocalGenerator.sample`), each judged by semantic equivalence with
 the reference. Per held-out scene it reports how many pairs greedy gets right, how many have a right
 answer among greedy and the samples (what any selection over these candidates could reach), how
 many a plurality vote over the samples' semantic classes gets right (self-consistency: the largest
@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import TypeVar
 
 from plansuite.errors import PlansuiteError
-from plansuite.nl2pddl.dataset import load_pairs
-from plansuite.nl2pddl.equivalence import semantic
-from plansuite.nl2pddl.learned import LocalGenerator
-from plansuite.nl2pddl.likelihood_critic import LikelihoodCritic
+from plansuite.nl2pddl.data.dataset import load_pairs
+from plansuite.nl2pddl.judging.equivalence import semantic
+from plansuite.nl2pddl.models.learned import LocalGenerator
+from plansuite.nl2pddl.models.likelihood_critic import LikelihoodCritic
 from plansuite.pddl.model import Domain, Problem
 from plansuite.pddl.parse import parse_domain, parse_problem
 

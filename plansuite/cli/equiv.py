@@ -17,7 +17,7 @@ from pathlib import Path
 
 from plansuite.cli import friendly_errors
 from plansuite.domains import BUILTIN, load_builtin
-from plansuite.nl2pddl.equivalence import compare_file
+from plansuite.nl2pddl.judging.equivalence import compare_file
 from plansuite.pddl.numeric_goals import load_problem21
 from plansuite.pddl.parse import load_domain
 

@@ -56,11 +56,18 @@ _PLAIN_CHOICE = re.compile(r"[\w./-]+")
 _SEARCH_PATH_FLAGS = ("--config-dir", "-cd", "--config-path", "-cp")
 
 
+# Options that moved to a group of their own, by their old spelling: the line says the new one.
+MOVED_OPTIONS = {f"dataset=nl2pddl_{name}": f"nl2pddl_dataset={name}"
+                 for name in ("blocksworld", "gripper", "fuel", "timed")}
+
+
 def unknown_option(overrides: list[str]) -> str | None:
     """``planner=nonexistent``: the group's options are the YAML files under its folder.
 
     >>> unknown_option(["planner=nonexistent"]).split(" (")[0]
     'planner=nonexistent: unknown option'
+    >>> unknown_option(["dataset=nl2pddl_gripper"])
+    'dataset=nl2pddl_gripper: the NL→PDDL presets are a group of their own: write nl2pddl_dataset=gripper'
     >>> unknown_option(["planner=generator", "experiment=common/paper", "planner=choice(a,b)"]) is None
     True
     """
@@ -73,6 +80,9 @@ def unknown_option(overrides: list[str]) -> str | None:
         for choice in value.split(",") if value[:1] not in "[{" else [value]:
             if (choice != "null" and _PLAIN_CHOICE.fullmatch(choice)
                     and not (folder / f"{choice}.yaml").is_file()):
+                if f"{group}={choice}" in MOVED_OPTIONS:
+                    return (f"{group}={choice}: the NL→PDDL presets are a group of their own: "
+                            f"write {MOVED_OPTIONS[f'{group}={choice}']}")
                 options = sorted(p.stem for p in folder.glob("*.yaml"))  # (sub-folders: other groups)
                 return f"{group}={choice}: unknown option (choose from {', '.join(options)})"
     return None

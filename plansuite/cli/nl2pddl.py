@@ -1,13 +1,13 @@
 """``plansuite-nl2pddl``: NL→PDDL data, the generation/repair experiment, and its scoring.
 
-``task=data`` builds a dataset (:mod:`plansuite.nl2pddl.dataset`); ``task=repair`` runs the
+``task=data`` builds a dataset (:mod:`plansuite.nl2pddl.data.dataset`); ``task=repair`` runs the
 repair loop over a split with the configured backend (``backend=local|openai``) and critic
 (``critic=learned``, or none) and then scores it offline; ``task=score`` re-scores an existing run
 directory; ``task=generate`` writes a problem for each row of a descriptions file, for any
-domain, with no reference (:mod:`plansuite.nl2pddl.generate`); ``task=critic`` measures a
+domain, with no reference (:mod:`plansuite.nl2pddl.loop.generate`); ``task=critic`` measures a
 critic's accuracy on a split's critic examples (reference problems and their corruptions),
 overall and per kind; ``task=compare`` pairs two scored runs (or
-two rounds of one) item by item (:mod:`plansuite.nl2pddl.paired_runs`). See ``conf/nl2pddl.yaml``.
+two rounds of one) item by item (:mod:`plansuite.nl2pddl.loop.paired_runs`). See ``conf/nl2pddl.yaml``.
 """
 
 from __future__ import annotations
@@ -25,17 +25,22 @@ from plansuite.cli import CONF_DIR, friendly_errors, hydra_errors
 from plansuite.data.load import check_limit
 from plansuite.domains import builtin_path, load_builtin
 from plansuite.errors import ConfigError, PlansuiteError
-from plansuite.nl2pddl.dataset import NL2PDDLSpec, build_nl2pddl, load_nl2pddl_manifest, load_pairs
-from plansuite.nl2pddl.experiment import ATTEMPTS, METRICS_MD, run_repair, score_run, start_run
-from plansuite.nl2pddl.generate import (
+from plansuite.nl2pddl.data.dataset import (
+    NL2PDDLSpec,
+    build_nl2pddl,
+    load_nl2pddl_manifest,
+    load_pairs,
+)
+from plansuite.nl2pddl.judging.problem_checks import OperationalChecker
+from plansuite.nl2pddl.loop.experiment import ATTEMPTS, METRICS_MD, run_repair, score_run, start_run
+from plansuite.nl2pddl.loop.generate import (
     GENERATE_LOG,
     read_descriptions,
     reference_pairs,
     resolve_domain,
     run_generate,
 )
-from plansuite.nl2pddl.problem_checks import OperationalChecker
-from plansuite.nl2pddl.repair import check_max_attempts, check_rewrite_order
+from plansuite.nl2pddl.loop.repair import check_max_attempts, check_rewrite_order
 from plansuite.pddl import planners
 from plansuite.pddl.parse import load_domain
 
@@ -48,11 +53,10 @@ COMPARE_MD = "compare.md"
 def _data(cfg: DictConfig) -> dict:
     fields = set(NL2PDDLSpec.__dataclass_fields__)
     unknown = set(cfg.dataset) - fields
-    if unknown or cfg.dataset.get("kind") != "nl2pddl":
+    if unknown:
         raise ConfigError(f"dataset={cfg.dataset.get('name')}: not an NL→PDDL preset (use "
-                          "dataset=nl2pddl_blocksworld, nl2pddl_gripper, nl2pddl_fuel or "
-                          "nl2pddl_timed)"
-                          + (f"; unknown setting {sorted(unknown)[0]}" if unknown else ""))
+                          "nl2pddl_dataset=blocksworld, gripper, fuel or timed); unknown setting "
+                          f"{sorted(unknown)[0]}")
     spec = NL2PDDLSpec(**OmegaConf.to_container(cfg.dataset, resolve=True))
     domain = load_builtin(spec.domain)
     manifest = build_nl2pddl(spec, domain, builtin_path(spec.domain).read_text(), cfg.out_dir,
@@ -169,8 +173,8 @@ def _score(cfg: DictConfig, pairs=None) -> dict:
 
 def _critic(cfg: DictConfig) -> dict:
     """Held-out accuracy of the configured critic on the split's critic examples."""
-    from plansuite.nl2pddl.critic import critic_report, report_table, verdict_label
-    from plansuite.nl2pddl.dataset import load_critic_examples
+    from plansuite.nl2pddl.data.dataset import load_critic_examples
+    from plansuite.nl2pddl.judging.critic import critic_report, report_table, verdict_label
 
     if not cfg.data_dir:
         raise ConfigError("data_dir: required for task=critic (build one with task=data)")
@@ -200,7 +204,7 @@ def _critic(cfg: DictConfig) -> dict:
 
 def _compare(cfg: DictConfig) -> dict:
     """Two scored runs at their final rounds, or two rounds of one run, paired by item."""
-    from plansuite.nl2pddl.paired_runs import paired_style_table, scores_at_round
+    from plansuite.nl2pddl.loop.paired_runs import paired_style_table, scores_at_round
 
     runs, rounds = list(cfg.get("runs") or []), cfg.get("rounds")
     if rounds is not None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from plansuite.cli import friendly_errors
 from plansuite.errors import ConfigError
 from plansuite.nl2pddl.chat_server import ChatService, ServerLimits, make_server
-from plansuite.nl2pddl.learned import LocalGenerator
+from plansuite.nl2pddl.models.learned import LocalGenerator
 
 
 def parser() -> argparse.ArgumentParser:

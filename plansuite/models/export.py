@@ -12,7 +12,7 @@ An export loads with ``AutoModelForCausalLM`` / ``AutoModelForSequenceClassifica
      which a planner renames each instance's objects into; :class:`plansuite.planning.adapters.ModelNames`)}
 
 ``problem_generator`` (NL→PDDL, description -> problem) and ``critic`` (description/problem
-mismatch classifier) are the :mod:`plansuite.nl2pddl` models; see :mod:`plansuite.nl2pddl.learned`.
+mismatch classifier) are the :mod:`plansuite.nl2pddl` models; see :mod:`plansuite.nl2pddl.models.learned`.
 """
 
 from __future__ import annotations

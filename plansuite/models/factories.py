@@ -2,7 +2,7 @@
 tokenizer of a dataset's objects, or a pretrained one), :func:`make_model` (a tiny or a
 pretrained GPT-2 with a causal or classifier head) and :func:`start_from_export` (an export's
 weights and tokenizer). Torch-free to import; the builders of :mod:`plansuite.models.kinds` call
-them. (NL -> PDDL's text tokenizer: :func:`plansuite.nl2pddl.text_datamodules.make_text_tokenizer`.)
+them. (NL -> PDDL's text tokenizer: :func:`plansuite.nl2pddl.models.text_datamodules.make_text_tokenizer`.)
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ class Generated:
 
 class RowLogitsProcessor(Protocol):
     """A per-step logits mask that knows which prompt each live row is (e.g. constrained decoding,
-    :class:`plansuite.nl2pddl.constrained.ConstrainedProblemDecoding`).
+    :class:`plansuite.nl2pddl.decoding.constrained.ConstrainedProblemDecoding`).
 
     Called before sampling with ``rows[i]`` the prompt index of logits line ``i``, ``new[r]`` the
     ids generated so far for prompt ``r``, and ``steps_left`` the tokens a row may still emit

@@ -1,20 +1,21 @@
-"""NL→PDDL problem generation: data, grounded checks, repair loop, and offline equivalence.
+"""NL→PDDL problem generation: data, generators, learned models, the repair loop, and judging.
 
-- :mod:`~plansuite.nl2pddl.dataset` — description/problem pairs and critic examples (``task=data``);
-  built from :mod:`.scenes` (reference problems) and :mod:`.describe` (wording).
-- :mod:`~plansuite.nl2pddl.problem_checks` — online operational checks with located diagnostics.
-- :mod:`~plansuite.nl2pddl.generators` — the ``ProblemGenerator`` protocol and an OpenAI-compatible
-  HTTP backend; :mod:`.critic` — the ``Critic`` protocol; :mod:`.chat_critic` — a chat model as
-  critic; :mod:`.corrupt` — critic training data.
-- The learned models (torch): :mod:`.text_tokenizer` (a BPE trained on the dataset's text),
-  :mod:`.text_datamodules` (pairs and critic examples), :mod:`.problem_generator_module` and
-  :mod:`.critic_module` (the LightningModules, ``plansuite-train model=problem_generator|critic``)
-  and :mod:`.learned` (the local backend and the learned critic over their exports).
-- :mod:`~plansuite.nl2pddl.repair` — the loop and its stop rules; :mod:`.experiment` — a split,
-  logged to JSONL with resume; :mod:`.generate` — any domain, a file of descriptions, no references
-  (``task=generate``); :mod:`.round_metrics` — per-round rates and the gap table.
-- :mod:`~plansuite.nl2pddl.equivalence` — structural and semantic equivalence (offline only), on
-  top of :mod:`.graphs` (isomorphism) and :mod:`.worlds` (valid states, implied goal facts).
+One sub-package per idea, lowest first (a sub-package imports only from those above it in this
+list, checked by ``tests/test_architecture.py``):
 
-Only those learned-model modules import torch; the rest is pure Python.
+- :mod:`~plansuite.nl2pddl.judging` — is a candidate problem right? Equivalence with a reference
+  (offline only), the online operational checks, and the critic's protocol and verdicts.
+- :mod:`~plansuite.nl2pddl.data` — reference problems (scenes), their descriptions, critic
+  corruptions, and the dataset on disk (``task=data``).
+- :mod:`~plansuite.nl2pddl.decoding` — writing a problem from a description: the
+  ``ProblemGenerator`` protocol and its OpenAI-compatible backend, decoding constrained by the
+  domain file, and which objects a description mentions together.
+- :mod:`~plansuite.nl2pddl.models` — the learned models (torch): tokenizer, DataModules,
+  LightningModules (``plansuite-train model=problem_generator|critic``), the local generator and
+  the critics backed by a model (classifier, the generator's likelihood, a chat model).
+- :mod:`~plansuite.nl2pddl.loop` — the repair loop and its stop rules, the experiment over a
+  split (``task=repair``), ``task=generate`` for any domain, per-round metrics and paired runs.
+
+``models`` and ``loop`` share a layer and do not import each other; :mod:`.chat_server`
+(``plansuite-serve``) sits above them all. Only the ``models`` modules import torch.
 """

@@ -5,12 +5,12 @@ Endpoints (JSON; a Starlette app served by uvicorn, meant for localhost):
 - ``GET /v1/models``: the served model names;
 - ``POST /v1/chat/completions``: one non-streamed completion (``choices[0].message.content``).
 
-A request is read the way ``backend=openai`` writes it (:func:`~plansuite.nl2pddl.generators.
+A request is read the way ``backend=openai`` writes it (:func:`~plansuite.nl2pddl.decoding.generators.
 chat_messages`): the last user turn holding ``Task description:`` is the task (its fenced
 ``pddl`` block the domain; earlier turns, e.g. few-shot examples, are context the local model
 does not need), and an assistant turn plus a user turn after it are a repair: the previous
 candidate and the feedback. The feedback's diagnostic lines
-(:func:`~plansuite.nl2pddl.repair.describe_diagnostic`) are parsed back, so a served model
+(:func:`~plansuite.nl2pddl.loop.repair.describe_diagnostic`) are parsed back, so a served model
 repairs exactly as ``backend=local`` does (resampling from the flagged section). A user turn
 without that layout is taken as the description itself (any chat client works).
 
@@ -60,7 +60,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from plansuite.nl2pddl.generators import BackendError, Feedback, ProblemGenerator
+from plansuite.nl2pddl.decoding.generators import BackendError, Feedback, ProblemGenerator
 from plansuite.pddl.checks import Diagnostic
 
 MAX_BODY = 4 * 1024 * 1024  # bytes; a chat request is a few KB
@@ -188,7 +188,7 @@ def parse_body(data: bytes) -> object:
 def parse_diagnostics(message: str) -> tuple[Diagnostic, ...]:
     """The diagnostics listed in a feedback message (inverse of ``describe_diagnostic``).
 
-    >>> from plansuite.nl2pddl.repair import describe_diagnostic
+    >>> from plansuite.nl2pddl.loop.repair import describe_diagnostic
     >>> d = Diagnostic("arity", "<generated>", "init (on a)", "'on' takes 2 argument(s), got 1", 4)
     >>> parse_diagnostics("Your problem has 1 issue(s):\\n" + describe_diagnostic(d) + "\\nFix them.")
     (Diagnostic(kind='arity', source='<generated>', construct='init (on a)', message="'on' takes 2 argument(s), got 1", line=4),)
@@ -214,7 +214,7 @@ def _text(message: _Message) -> str:
 def parse_chat(messages: object) -> ChatTask:
     """Description, domain text and feedback from chat messages (module docstring).
 
-    >>> from plansuite.nl2pddl.generators import chat_messages
+    >>> from plansuite.nl2pddl.decoding.generators import chat_messages
     >>> parse_chat(chat_messages("Two blocks.", "(define (domain bw))", None))
     ChatTask(description='Two blocks.', domain_text='(define (domain bw))', feedback=None)
     >>> parse_chat([{"role": "user", "content": "a on b"}]).description

@@ -11,7 +11,7 @@ An expression is a number (its canonical text, ``"1"``, ``"2.5"``, ``"-1"``), a 
 * ``>`` and ``>=`` become ``<`` and ``<=`` with their operands swapped; ``=`` sorts its two.
 
 Object names are kept, so two problems compare equal under a renaming when their renamed
-canonical forms are equal (:func:`rename`); :mod:`plansuite.nl2pddl.graphs` puts the same trees
+canonical forms are equal (:func:`rename`); :mod:`plansuite.nl2pddl.judging.graphs` puts the same trees
 into the problem graph so the renaming is found jointly with the rest of the problem.
 
 :func:`expr_text` writes ``+`` and ``*`` as nested binary operations: VAL and ENHSP read neither

@@ -10,7 +10,7 @@ reads it as a description to write a problem for) reads this one.
 :func:`parse_verdict` reads the answer; an answer without that line (prose, a PDDL problem from a
 server that only generates) is *no verdict*: ``CriticVerdict(accepted=None)``, which the checks
 record (``critic_accepted: null`` and a ``critic-no-verdict`` diagnostic) and which blocks nothing.
-Only a failure of the endpoint itself raises (:class:`~plansuite.nl2pddl.generators.BackendError`).
+Only a failure of the endpoint itself raises (:class:`~plansuite.nl2pddl.decoding.generators.BackendError`).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import re
 from pathlib import Path
 
 from plansuite.errors import ConfigError
-from plansuite.nl2pddl.critic import CriticVerdict
-from plansuite.nl2pddl.generators import ChatClient
+from plansuite.nl2pddl.decoding.generators import ChatClient
+from plansuite.nl2pddl.judging.critic import CriticVerdict
 from plansuite.pddl.parse import read_text
 
 SYSTEM_PROMPT = ("You check whether a PDDL problem says exactly what a natural-language task "

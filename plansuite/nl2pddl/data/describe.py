@@ -9,7 +9,7 @@ fact → clause pairing so tests can check that nothing was left out.
 >>> from plansuite.pddl.model import Problem
 >>> p = Problem("p", "blocksworld-4ops", {"b1": "object"}, frozenset({("on-table", "b1"),
 ...             ("clear", "b1"), ("arm-empty",)}), frozenset({("holding", "b1")}))
->>> from plansuite.nl2pddl.scenes import Scenario
+>>> from plansuite.nl2pddl.data.scenes import Scenario
 >>> text = describe(Scenario(p, "random", "random", {"block": "numbered"}), "explicit", random.Random(0))
 >>> text.startswith(("There are one block (b1).", "You have one block (b1).", "The world contains one block (b1)."))
 True
@@ -21,7 +21,7 @@ import random
 import re
 from collections.abc import Iterable
 
-from plansuite.nl2pddl.scenes import Scenario
+from plansuite.nl2pddl.data.scenes import Scenario
 from plansuite.pddl.model import Atom
 
 NUMBERS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")

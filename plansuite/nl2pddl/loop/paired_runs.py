@@ -14,7 +14,7 @@ from pathlib import Path
 
 from plansuite.errors import PlansuiteError
 from plansuite.jsonl import iter_jsonl
-from plansuite.nl2pddl.round_metrics import at_round, attempts_by_item
+from plansuite.nl2pddl.loop.round_metrics import at_round, attempts_by_item
 from plansuite.planning.metrics import paired_difference
 from plansuite.report.tables import markdown
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, replace
 
-from plansuite.nl2pddl.equivalence import semantic
-from plansuite.nl2pddl.scenes import BALL_NAMES, BLOCK_NAMES, Scenario
-from plansuite.nl2pddl.worlds import BLOCKSWORLD, find_state, implied_literals, world_for
+from plansuite.nl2pddl.data.scenes import BALL_NAMES, BLOCK_NAMES, Scenario
+from plansuite.nl2pddl.judging.equivalence import semantic
+from plansuite.nl2pddl.judging.worlds import BLOCKSWORLD, find_state, implied_literals, world_for
 from plansuite.pddl.model import Atom, Domain, Problem, atom_text, number_text, rename_atoms
 from plansuite.pddl.simulator import GroundTask
 

@@ -11,8 +11,8 @@ Output directory (written to a temp dir, then renamed — never half-written)::
 "goal_scene", "names", "description", "problem", "target"}`` (``problem`` is the reference PDDL
 text, canonical: sorted atoms; ``target`` is what the generator is trained to write, the same
 problem with the atoms in the order the description states them when ``target_order=description``:
-an explicit description's clauses, :func:`~plansuite.nl2pddl.describe.described_order`; an abstract
-one's scene read tower by tower, :func:`~plansuite.nl2pddl.scenes.scene_order`).
+an explicit description's clauses, :func:`~plansuite.nl2pddl.data.describe.described_order`; an abstract
+one's scene read tower by tower, :func:`~plansuite.nl2pddl.data.scenes.scene_order`).
 ``critic``: ``{"id", "pair", "description", "problem", "label": "match"|"object"|"init"|"goal",
 "detail"}``. Splits are by problem *group*: problems identical up to renaming of objects share
 a group (a Weisfeiler-Lehman hash of the semantic graph), so no split sees another's problem
@@ -36,13 +36,13 @@ from pathlib import Path
 
 from plansuite.errors import ConfigError
 from plansuite.jsonl import iter_jsonl
-from plansuite.nl2pddl import corrupt as corruptions
-from plansuite.nl2pddl import scenes, scenes21
-from plansuite.nl2pddl.critic import critic_input
-from plansuite.nl2pddl.describe import describe, described_order, named
-from plansuite.nl2pddl.equivalence import semantic_sections
-from plansuite.nl2pddl.graphs import graph_key, problem_graph
-from plansuite.nl2pddl.worlds import world_for
+from plansuite.nl2pddl.data import corrupt as corruptions
+from plansuite.nl2pddl.data import scenes, scenes21
+from plansuite.nl2pddl.data.describe import describe, described_order, named
+from plansuite.nl2pddl.judging.critic import critic_input
+from plansuite.nl2pddl.judging.equivalence import semantic_sections
+from plansuite.nl2pddl.judging.graphs import graph_key, problem_graph
+from plansuite.nl2pddl.judging.worlds import world_for
 from plansuite.pddl.model import Atom, Domain, atom_text, problem_to_pddl, rename_problem
 
 SCHEMA_VERSION = 1
@@ -53,7 +53,6 @@ DOMAINS = ("blocksworld", "gripper", *scenes21.DOMAINS21)
 @dataclass
 class NL2PDDLSpec:
     name: str = "nl2pddl_blocksworld"
-    kind: str = "nl2pddl"  # tells this preset apart from the transition datasets
     domain: str = "blocksworld"  # built-in domain: blocksworld | gripper
     random_problems: int = 200  # explicit-only problems from random states
     min_objects: int = 3  # blocks (Blocksworld) or balls (Gripper) per random problem
@@ -365,7 +364,7 @@ def _target(spec: NL2PDDLSpec, scenario: scenes.Scenario, style: str, descriptio
             reference: str, domain: Domain) -> str:
     """The generator's target: ``reference`` with the atoms in the order the description states
     them, if asked for: an explicit description's clause order, an abstract one's reading order
-    of its scene (:func:`~plansuite.nl2pddl.scenes.scene_order`)."""
+    of its scene (:func:`~plansuite.nl2pddl.data.scenes.scene_order`)."""
     if spec.target_order not in ("description", "sorted"):
         raise ConfigError(f"dataset.target_order={spec.target_order!r}: choose description or sorted")
     if spec.target_order == "sorted" or domain.level != "classical":
@@ -377,7 +376,7 @@ def _target(spec: NL2PDDLSpec, scenario: scenes.Scenario, style: str, descriptio
 
 def named_by_place(scenario: scenes.Scenario, description: str) -> scenes.Scenario:
     """``scenario`` with the objects ``description`` does not name renamed by their place in the
-    scene (:func:`~plansuite.nl2pddl.scenes.scene_names`): the same problem up to renaming."""
+    scene (:func:`~plansuite.nl2pddl.data.scenes.scene_names`): the same problem up to renaming."""
     mapping = scenes.scene_names(scenario, named(description, scenario.problem.objects))
     return dataclasses.replace(scenario, problem=rename_problem(scenario.problem, mapping)) if mapping else scenario
 

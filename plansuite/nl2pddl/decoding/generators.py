@@ -11,7 +11,7 @@ instruction for a chat model. Backends must not raise on bad model output (the c
 it); they raise :class:`BackendError` only when the backend itself fails (unreachable server).
 
 Backends are a config group: ``backend=local`` (the default: a ``problem_generator`` export,
-:class:`plansuite.nl2pddl.learned.LocalGenerator`, which answers feedback by resampling from the
+:class:`plansuite.nl2pddl.models.learned.LocalGenerator`, which answers feedback by resampling from the
 earliest section the diagnostics point at, :func:`resample_from`) or ``backend=openai``. Plugging
 a served LLM in is configuration only, e.g. a vLLM / llama.cpp / OpenAI endpoint::
 
@@ -146,7 +146,7 @@ def resample_from(text: str, diagnostics: tuple[Diagnostic, ...] | list[Diagnost
     0
 
     A critic diagnostic that quotes what it doubts (construct ``"<section> <atom or name>"``,
-    with its line, as :mod:`~plansuite.nl2pddl.likelihood_critic` writes) is finer: the rewrite
+    with its line, as :mod:`~plansuite.nl2pddl.models.likelihood_critic` writes) is finer: the rewrite
     starts at the doubted atom, keeping the facts before it.
 
     >>> text[:resample_from(text, [Diagnostic("critic-goal", "c", "goal (on a b)", "", line=4)])]
@@ -453,7 +453,7 @@ def _few_shot(count: int, data_dir: str | Path | None) -> list[tuple[str, str]]:
         return []
     if not data_dir:
         raise ConfigError(f"backend.few_shot={count}: needs backend.examples_dir (a task=data folder)")
-    from plansuite.nl2pddl.dataset import load_pairs  # the dataset module pulls in much more
+    from plansuite.nl2pddl.data.dataset import load_pairs  # the dataset module pulls in much more
 
     pairs = load_pairs(data_dir, "train")
     if len(pairs) < count:

@@ -1,10 +1,10 @@
 """The critic check: does a candidate problem say what the description says?
 
 A critic is anything with ``judge(description, problem_text) -> CriticVerdict``. The learned
-critic (:class:`plansuite.nl2pddl.learned.LearnedCritic`, ``critic=learned``) is a sequence
+critic (:class:`plansuite.nl2pddl.models.learned.LearnedCritic`, ``critic=learned``) is a sequence
 classifier over :func:`critic_input`, trained on a dataset's corruptions
-(``plansuite-train model=critic``): :mod:`plansuite.nl2pddl.corrupt` for the classical domains
-(labels :data:`CRITIC_LABELS`), :mod:`plansuite.nl2pddl.scenes21` for the PDDL 2.1 ones (value,
+(``plansuite-train model=critic``): :mod:`plansuite.nl2pddl.data.corrupt` for the classical domains
+(labels :data:`CRITIC_LABELS`), :mod:`plansuite.nl2pddl.data.scenes21` for the PDDL 2.1 ones (value,
 direction, fluent, duration). The label set is the dataset's (:func:`critic_labels`) and travels
 with the export;
 :func:`critic_report` scores any critic's labels (``plansuite-nl2pddl task=critic``).

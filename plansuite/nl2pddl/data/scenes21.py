@@ -18,8 +18,8 @@ import random
 from dataclasses import replace
 from itertools import pairwise
 
-from plansuite.nl2pddl.equivalence import structural
-from plansuite.nl2pddl.scenes import Scenario
+from plansuite.nl2pddl.data.scenes import Scenario
+from plansuite.nl2pddl.judging.equivalence import structural
 from plansuite.pddl.model import Atom, Domain, Problem, number_text
 
 DOMAINS21 = ("fuel-delivery", "timed-delivery")
@@ -211,7 +211,7 @@ def _make(kind: str, problem: Problem, rng: random.Random) -> tuple[Problem, str
 def corrupt21(scenario: Scenario, domain: Domain, kind: str, rng: random.Random):
     """A corruption of ``kind`` that no renaming undoes, or ``None`` (e.g. ``duration`` in the
     numeric domain, whose actions have no durations)."""
-    from plansuite.nl2pddl.corrupt import Corruption
+    from plansuite.nl2pddl.data.corrupt import Corruption
 
     for _ in range(TRIES):
         made = _make(kind, scenario.problem, rng)

@@ -2,7 +2,7 @@
 
 Input: a domain (a built-in name or a domain file, :func:`resolve_domain`) and a JSONL file of
 ``{"id": ..., "description": ...}`` rows (:func:`read_descriptions`). Each description goes
-through the repair loop (:func:`~plansuite.nl2pddl.repair.repair`: generate, check, feed the
+through the repair loop (:func:`~plansuite.nl2pddl.loop.repair.repair`: generate, check, feed the
 diagnostics back, until a stop rule), and the output folder gets::
 
     <id>.pddl        the candidate that got furthest through the checks (the last such attempt)
@@ -13,7 +13,7 @@ diagnostics back, until a stop rule), and the output folder gets::
 
 The line is appended (and synced) after the item's file is written, so a killed run resumes by
 skipping the ids already in ``generate.jsonl``; ``run.json`` keeps the settings, and a resume
-under other ones is refused (:func:`~plansuite.nl2pddl.experiment.start_run`).
+under other ones is refused (:func:`~plansuite.nl2pddl.loop.experiment.start_run`).
 
 Rows may also be in the shape public NL → PDDL benchmarks publish them (:data:`ALIASES`: the
 description as ``natural_language``, the reference as ``problem_pddl``, ``init_is_abstract`` /
@@ -33,10 +33,10 @@ from pathlib import Path
 from plansuite.domains import BUILTIN, builtin_path
 from plansuite.errors import ConfigError
 from plansuite.jsonl import append_lines, complete_lines, write_atomic
-from plansuite.nl2pddl.dataset import Pair
-from plansuite.nl2pddl.generators import ProblemGenerator
-from plansuite.nl2pddl.problem_checks import OperationalChecker
-from plansuite.nl2pddl.repair import RepairResult, check_rank, repair
+from plansuite.nl2pddl.data.dataset import Pair
+from plansuite.nl2pddl.decoding.generators import ProblemGenerator
+from plansuite.nl2pddl.judging.problem_checks import OperationalChecker
+from plansuite.nl2pddl.loop.repair import RepairResult, check_rank, repair
 from plansuite.progress import eta, format_eta
 
 GENERATE_LOG = "generate.jsonl"
@@ -167,7 +167,7 @@ def reference_pairs(path: str | Path | None) -> list[Pair]:
 
 def attempt_records(log: Path) -> list[dict]:
     """``generate.jsonl`` as the attempt rows of a ``task=repair`` log (``item``, the attempt's
-    fields, ``stop`` on the last), for :func:`~plansuite.nl2pddl.experiment.score_run`."""
+    fields, ``stop`` on the last), for :func:`~plansuite.nl2pddl.loop.experiment.score_run`."""
     out = []
     for line in complete_lines(log):
         record = json.loads(line)

@@ -14,7 +14,7 @@ names every object).
 
 The check knows nothing of the domain's predicates or of the description's wording: only the
 candidate's object names, found as whole words, and clauses cut at punctuation and "and". It
-is the likelihood critic's first look (:class:`~plansuite.nl2pddl.likelihood_critic.LikelihoodCritic`,
+is the likelihood critic's first look (:class:`~plansuite.nl2pddl.models.likelihood_critic.LikelihoodCritic`,
 ``critic.mentions``), because the generator's own likelihood misses exactly these copy errors: a
 generator that wrote ``(on d b)`` finds it likely. It says nothing (``None``) when the
 description does not name every object of the candidate (an *abstract* description: "two towers
@@ -39,9 +39,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from plansuite.nl2pddl.critic import CriticVerdict
-from plansuite.nl2pddl.describe import named
-from plansuite.nl2pddl.generators import atom_names, declaration, section_end, section_starts
+from plansuite.nl2pddl.data.describe import named
+from plansuite.nl2pddl.decoding.generators import (
+    atom_names,
+    declaration,
+    section_end,
+    section_starts,
+)
+from plansuite.nl2pddl.judging.critic import CriticVerdict
 
 # Object names that are also words a description uses as words: found where no object is meant.
 ENGLISH_WORDS = frozenset({"a", "an", "the", "i", "in", "on", "at", "is", "it", "to", "of", "and",

@@ -17,7 +17,7 @@ and every accepted text parses. With ``distinct_atoms`` (the default) an atom ca
 in ``:init`` or in the goal: a repeated fact never adds meaning, and a small generator's typical
 content error is to repeat a ``(clear ...)`` instead of writing the fact it left out, so the
 decoder makes it choose another one. With ``valid_states`` (the default where the domain has a
-state model, :func:`~plansuite.nl2pddl.worlds.world_for`: Blocksworld, Gripper) an atom is
+state model, :func:`~plansuite.nl2pddl.judging.worlds.world_for`: Blocksworld, Gripper) an atom is
 allowed only if some valid state holds it together with the section's atoms so far: no block
 both on the table and in the hand, no two blocks on one, no ball in two rooms. A small
 generator's commonest abstract-scene error is such a state (a goal that "cannot hold in any
@@ -74,8 +74,8 @@ from functools import lru_cache
 import torch
 
 from plansuite.errors import ConfigError
-from plansuite.nl2pddl.mentions import clauses
-from plansuite.nl2pddl.worlds import World, find_state, world_for
+from plansuite.nl2pddl.decoding.mentions import clauses
+from plansuite.nl2pddl.judging.worlds import World, find_state, world_for
 from plansuite.pddl.model import ROOT_TYPE, Atom, Domain
 
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
@@ -170,7 +170,7 @@ class ProblemGrammar:
         """An atom relating two or more declared objects only where one clause of the description
         names them together: the fact-by-fact text states every fact in a clause of its own, so
         ``(on d b)`` where no clause names d and b is a copy error, never a fact the text states
-        (the check :mod:`~plansuite.nl2pddl.mentions` makes of a finished candidate)."""
+        (the check :mod:`~plansuite.nl2pddl.decoding.mentions` makes of a finished candidate)."""
         args = set(atom[1:]) - set(self.constants)
         return len(args) < 2 or any(args <= words for words in ps.together or ())
 

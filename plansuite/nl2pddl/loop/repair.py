@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from plansuite.errors import ConfigError
-from plansuite.nl2pddl.generators import Feedback, ProblemGenerator
-from plansuite.nl2pddl.problem_checks import FLAGS, CheckReport, OperationalChecker
+from plansuite.nl2pddl.decoding.generators import Feedback, ProblemGenerator
+from plansuite.nl2pddl.judging.problem_checks import FLAGS, CheckReport, OperationalChecker
 from plansuite.pddl.checks import Diagnostic
 
 STOP_RULES = ("success", "unchanged", "no-feedback", "max-attempts")
@@ -37,7 +37,9 @@ NOT_ACTIONABLE = frozenset({"planner-timeout", "planner-error", "planner-note", 
 
 
 @dataclass(frozen=True)
-class Attempt:
+class RepairRound:
+    """One round of the repair loop: the generated text, its checks, the feedback it answered."""
+
     number: int  # 1-based
     text: str
     report: CheckReport
@@ -52,11 +54,11 @@ class Attempt:
 
 @dataclass(frozen=True)
 class RepairResult:
-    attempts: tuple[Attempt, ...]
+    attempts: tuple[RepairRound, ...]
     stop: str  # one of STOP_RULES
 
     @property
-    def final(self) -> Attempt:
+    def final(self) -> RepairRound:
         return self.attempts[-1]
 
 
@@ -143,7 +145,7 @@ def check_rewrite_order(rewrite_order: str) -> None:
 
 
 def repair(description: str, generator: ProblemGenerator, checker: OperationalChecker,
-           max_attempts: int = 4, on_attempt: Callable[[Attempt, str | None], None] | None = None,
+           max_attempts: int = 4, on_attempt: Callable[[RepairRound, str | None], None] | None = None,
            check_rewrites: bool = False, rewrite_order: str = "critic") -> RepairResult:
     """Run the loop for one description; ``on_attempt(attempt, stop_or_None)`` sees each attempt."""
     check_max_attempts(max_attempts)
@@ -151,7 +153,7 @@ def repair(description: str, generator: ProblemGenerator, checker: OperationalCh
     if check_rewrites and not callable(getattr(generator, "rewrites", None)):
         raise ConfigError(f"check_rewrites=true: backend {type(generator).__name__} offers no "
                           "rewrites(description, domain_text, feedback)")
-    attempts: list[Attempt] = []
+    attempts: list[RepairRound] = []
     feedback: Feedback | None = None
     while True:
         start = time.perf_counter()
@@ -166,7 +168,7 @@ def repair(description: str, generator: ProblemGenerator, checker: OperationalCh
             report = previous.report  # same text, same verdict: no need to run the checks again
         elif report is None:
             report, checks = checker.check(text, description), 1
-        attempt = Attempt(len(attempts) + 1, text, report, feedback.message if feedback else None,
+        attempt = RepairRound(len(attempts) + 1, text, report, feedback.message if feedback else None,
                           time.perf_counter() - start, checks)
         attempts.append(attempt)
         feedback = None if report.success else build_feedback(text, report)

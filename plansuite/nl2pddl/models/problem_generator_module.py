@@ -3,7 +3,7 @@
 Training is the transition generator's (:class:`~plansuite.models.generator.GeneratorModule`:
 loss on the completion, AdamW with warm-up); only validation differs. Besides the token loss it
 decodes a fixed subset of validation pairs greedily and scores the problems against their
-references offline (:func:`plansuite.nl2pddl.equivalence.compare`): ``val/parse``,
+references offline (:func:`plansuite.nl2pddl.judging.equivalence.compare`): ``val/parse``,
 ``val/structural`` and ``val/semantic`` rates. These are progress indicators; the experiment's
 numbers come from ``plansuite-nl2pddl task=repair``.
 
@@ -26,8 +26,8 @@ from plansuite.models.generator import GeneratorModule
 from plansuite.models.inference import GeneratorPolicy
 from plansuite.models.kinds import Built, ModelKind, Monitor, RunContext
 from plansuite.models.optim import OptimConfig
-from plansuite.nl2pddl.equivalence import compare
-from plansuite.nl2pddl.generators import extract_problem
+from plansuite.nl2pddl.judging.equivalence import compare
+from plansuite.nl2pddl.decoding.generators import extract_problem
 from plansuite.pddl.parse import parse_problem
 
 VAL_FLAGS = ("parse", "structural", "semantic")
@@ -167,8 +167,8 @@ class ProblemGeneratorModule(GeneratorModule):
 
 def build_problem_generator(m: ProblemGeneratorConfig, run: RunContext) -> Built:
     from plansuite.models.backbone import context_length
-    from plansuite.nl2pddl.dataset import load_nl2pddl_manifest
-    from plansuite.nl2pddl.text_datamodules import ProblemDataModule, make_text_tokenizer
+    from plansuite.nl2pddl.data.dataset import load_nl2pddl_manifest
+    from plansuite.nl2pddl.models.text_datamodules import ProblemDataModule, make_text_tokenizer
 
     load_nl2pddl_manifest(run.data_dir)
     if m.loss_norm not in LOSS_NORMS:  # before the tokenizer and the data: a bad setting costs nothing

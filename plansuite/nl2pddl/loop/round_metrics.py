@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from plansuite.nl2pddl.equivalence import compare
+from plansuite.nl2pddl.judging.equivalence import compare
 from plansuite.pddl.model import Domain, Problem
 from plansuite.report.tables import markdown
 

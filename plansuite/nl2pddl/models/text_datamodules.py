@@ -1,13 +1,13 @@
-"""DataModules over an NL→PDDL dataset (:mod:`plansuite.nl2pddl.dataset`).
+"""DataModules over an NL→PDDL dataset (:mod:`plansuite.nl2pddl.data.dataset`).
 
 - :class:`ProblemDataModule`: text pairs for the problem generator, ``prompt`` = the description
-  (:func:`~plansuite.nl2pddl.dataset.generation_prompt`), ``completion`` = the reference problem
+  (:func:`~plansuite.nl2pddl.data.dataset.generation_prompt`), ``completion`` = the reference problem
   followed by ``END``; the same encoding, collation and loss masking as the transition generator
   (:class:`~plansuite.models.datamodules.GeneratorDataModule`, which this extends). Its second validation
   loader yields indices into ``greedy_records``: validation pairs the module decodes greedily
   and compares with their reference.
 - :class:`CriticDataModule`: labelled critic examples (reference problems and corruptions) as
-  :func:`~plansuite.nl2pddl.critic.critic_input` texts with class ids of the dataset's labels
+  :func:`~plansuite.nl2pddl.judging.critic.critic_input` texts with class ids of the dataset's labels
   (:func:`dataset_critic_labels`: those of its training split).
 
 :func:`text_corpus` is what the corpus tokenizer is trained on: the training split only.
@@ -26,8 +26,8 @@ from plansuite.errors import ConfigError
 from plansuite.models.datamodules import GeneratorDataModule, check_fits
 from plansuite.models.resumable import resumable_loader
 from plansuite.models.tokenizer import encode, pad_ids
-from plansuite.nl2pddl.critic import MISMATCH_KINDS, critic_labels
-from plansuite.nl2pddl.dataset import load_critic_examples, load_pairs
+from plansuite.nl2pddl.data.dataset import load_critic_examples, load_pairs
+from plansuite.nl2pddl.judging.critic import MISMATCH_KINDS, critic_labels
 
 
 def text_corpus(data_dir: str | Path, kind: str) -> list[str]:
@@ -41,7 +41,7 @@ def text_corpus(data_dir: str | Path, kind: str) -> list[str]:
 def make_text_tokenizer(backbone, vocab_size: int, data_dir: Path, kind: str, domain):
     """NL -> PDDL: a byte-level BPE trained on the split (``corpus``), or the backbone's (``bpe``)."""
     from plansuite.models.factories import make_tokenizer
-    from plansuite.nl2pddl.text_tokenizer import train_text_tokenizer
+    from plansuite.nl2pddl.models.text_tokenizer import train_text_tokenizer
 
     if backbone.tokenizer == "corpus":
         return train_text_tokenizer(text_corpus(data_dir, kind), vocab_size, max_length=backbone.n_positions)

@@ -8,11 +8,11 @@ operands of ``+`` and ``*`` in any order), as trees in the same graph, so one re
 them and the rest of the problem together. Order, whitespace and comments never matter (we compare parsed sets).
 
 *Semantic* (any STRIPS domain: Blocksworld and Gripper through their hand-written models, the
-rest through :mod:`~plansuite.nl2pddl.general_semantics`; undecided, with that reason, for PDDL 2.1
+rest through :mod:`~plansuite.nl2pddl.judging.general_semantics`; undecided, with that reason, for PDDL 2.1
 numeric and temporal domains, where goal states also depend on numeric values reached by plans):
 same initial state and same set of goal states under one bijection. Goals are first completed
 with every literal they imply
-(:func:`~plansuite.nl2pddl.worlds.implied_literals`), so an under-specified but equivalent goal
+(:func:`~plansuite.nl2pddl.judging.worlds.implied_literals`), so an under-specified but equivalent goal
 matches, and a subtly different one does not.
 
 ``mapping`` always reads generated object → reference object.
@@ -25,9 +25,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from plansuite.errors import PDDLError
-from plansuite.nl2pddl.general_semantics import general_semantic
-from plansuite.nl2pddl.graphs import find_mapping, problem_graph
-from plansuite.nl2pddl.worlds import SearchBudgetExceeded, implied_literals, world_for
+from plansuite.nl2pddl.judging.general_semantics import general_semantic
+from plansuite.nl2pddl.judging.graphs import find_mapping, problem_graph
+from plansuite.nl2pddl.judging.worlds import SearchBudgetExceeded, implied_literals, world_for
 from plansuite.pddl.checks import check_problem
 from plansuite.pddl.expressions import Expr, canonical, expr_text, parse_expr, shape
 from plansuite.pddl.model import Domain, Problem, atom_text
@@ -182,7 +182,7 @@ NOT_DECIDED_21 = ("semantic equivalence does not decide {level} (PDDL 2.1) probl
 
 def semantic(ref: Problem, gen: Problem, domain: Domain) -> Verdict:
     """The Blocksworld / Gripper model when it applies and decides, else the domain-general
-    method (:mod:`plansuite.nl2pddl.general_semantics`); PDDL 2.1 domains stay undecided."""
+    method (:mod:`plansuite.nl2pddl.judging.general_semantics`); PDDL 2.1 domains stay undecided."""
     if domain.level != "classical":
         return Verdict(None, None, NOT_DECIDED_21.format(level=domain.level))
     verdict = _model_semantic(ref, gen, domain) if world_for(domain) else None

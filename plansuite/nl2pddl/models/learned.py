@@ -1,44 +1,44 @@
 """The two learned parts of the NL→PDDL loop, loaded from ``plansuite-train`` exports.
 
-:class:`LocalGenerator` implements the backend protocol of :mod:`plansuite.nl2pddl.generators`
+:class:`LocalGenerator` implements the backend protocol of :mod:`plansuite.nl2pddl.decoding.generators`
 (``generate(description, domain_text, feedback) -> str``) with a ``problem_generator`` export:
 
 - decoding is constrained by the domain (``constrained=auto``, the default, for STRIPS domains;
   PDDL 2.1 domains decode freely under ``auto`` and ``true`` refuses them;
-  :mod:`plansuite.nl2pddl.constrained`): every candidate parses and agrees with the domain's
+  :mod:`plansuite.nl2pddl.decoding.constrained`): every candidate parses and agrees with the domain's
   predicates, arities, types and the problem's own ``:objects``; ``constrained=False`` decodes
   freely, to measure what the constraint adds; ``distinct_atoms`` (on by default) also forbids
   writing a fact twice in ``:init`` or the goal, and ``valid_states`` (``auto``: where the domain
   has a state model) a fact no valid state holds together with the section's earlier ones;
   ``stated_relations`` (on by default) a fact relating objects that no clause of a description
-  naming every declared object names together (:meth:`~plansuite.nl2pddl.constrained.ProblemGrammar.start`);
+  naming every declared object names together (:meth:`~plansuite.nl2pddl.decoding.constrained.ProblemGrammar.start`);
 - first attempt (``feedback is None``): decode ``DESCRIPTION: ... PROBLEM:`` at ``temperature``
   (0 = greedy, the default);
 - a repair attempt (``feedback`` given): the model was never trained on feedback text, so it
   cannot read the message; it uses the diagnostics' *locations* instead. It keeps the previous
   candidate up to the earliest section a diagnostic points at
-  (:func:`~plansuite.nl2pddl.generators.resample_from`: e.g. everything before ``(:goal`` for a
+  (:func:`~plansuite.nl2pddl.decoding.generators.resample_from`: e.g. everything before ``(:goal`` for a
   ``critic-goal`` or ``unsolvable`` diagnostic, everything for a plan VAL rejects), and samples
   ``samples`` continuations of that prefix at ``retry_temperature``, seeded by the previous text
   (so runs are reproducible). With ``line_patches`` (the default), where a critic quoted the
   doubted fact, each continuation's first line also becomes a *patch*: the previous candidate with
   that one fact replaced (or dropped) and every later fact kept
-  (:func:`~plansuite.nl2pddl.generators.patch_line`), and an object the critic quotes is also
-  dropped from ``:objects`` (:func:`~plansuite.nl2pddl.generators.drop_declared`), and the
+  (:func:`~plansuite.nl2pddl.decoding.generators.patch_line`), and an object the critic quotes is also
+  dropped from ``:objects`` (:func:`~plansuite.nl2pddl.decoding.generators.drop_declared`), and the
   generator goes on greedily from *seeded* facts: a doubted fact with its arguments reordered, a
   fact over objects a clause relates and no fact does
-  (:func:`~plansuite.nl2pddl.generators.seeded_prefixes`). It returns the first candidate that differs
+  (:func:`~plansuite.nl2pddl.decoding.generators.seeded_prefixes`). It returns the first candidate that differs
   from the previous one; if all repeat it, it resamples from the start of the doubted fact's
   section, then from the head, and if those repeat it too it returns the previous candidate, and
   the loop stops with ``unchanged``. :meth:`LocalGenerator.rewrites` returns all the distinct ones instead, for
-  a loop that checks each (``check_rewrites``, :func:`~plansuite.nl2pddl.repair.repair`);
+  a loop that checks each (``check_rewrites``, :func:`~plansuite.nl2pddl.loop.repair.repair`);
 - ``problem_name="domain"``: the decoder writes the problem's name (the domain's) and its
   ``(:domain`` line, and the model goes on from ``(:objects``. The name means nothing to equivalence, but the training targets'
   names say the scene and its size (``gripper-one_room-other_room-2-2``): written first, a
   name seen in training is a key to that training problem, and for a held-out combination the
   generator wrote a seen one's name and then its problem (two balls for "four balls").
 
-:class:`LearnedCritic` implements the critic protocol of :mod:`plansuite.nl2pddl.critic` with a
+:class:`LearnedCritic` implements the critic protocol of :mod:`plansuite.nl2pddl.judging.critic` with a
 ``critic`` export: it classifies ``critic_input(description, problem)`` into the labels stored
 with the export (``match`` first, then the training data's mismatch kinds); the problem is
 accepted when ``match`` is the most probable label (or, with ``threshold`` set, when
@@ -57,10 +57,9 @@ from plansuite.models.backbone import context_length
 from plansuite.models.export import load_export
 from plansuite.models.inference import GeneratorPolicy, class_probabilities
 from plansuite.models.tokenizer import decode, encode
-from plansuite.nl2pddl.constrained import ConstrainedProblemDecoding, ProblemGrammar
-from plansuite.nl2pddl.critic import MISMATCH_KINDS, CriticVerdict, critic_input, verdict_label
-from plansuite.nl2pddl.dataset import generation_prompt
-from plansuite.nl2pddl.generators import (
+from plansuite.nl2pddl.data.dataset import generation_prompt
+from plansuite.nl2pddl.decoding.constrained import ConstrainedProblemDecoding, ProblemGrammar
+from plansuite.nl2pddl.decoding.generators import (
     BackendError,
     Feedback,
     drop_declared,
@@ -69,6 +68,12 @@ from plansuite.nl2pddl.generators import (
     problem_name_setting,
     resample_from,
     seeded_prefixes,
+)
+from plansuite.nl2pddl.judging.critic import (
+    MISMATCH_KINDS,
+    CriticVerdict,
+    critic_input,
+    verdict_label,
 )
 from plansuite.pddl.checks import Diagnostic
 from plansuite.pddl.parse import parse_domain, parse_problem
@@ -190,7 +195,7 @@ class LocalGenerator:
     def _seeded_rewrites(self, description: str, domain_text: str, previous: str,
                          diagnostics: tuple[Diagnostic, ...]) -> list[str]:
         """With ``line_patches``, greedy continuations of the seeded prefixes the constraint
-        accepts (:func:`~plansuite.nl2pddl.generators.seeded_prefixes`: a doubted fact with its
+        accepts (:func:`~plansuite.nl2pddl.decoding.generators.seeded_prefixes`: a doubted fact with its
         arguments reordered, a fact over objects a clause relates and no fact does)."""
         if not (self.line_patches and self.uses_constraint(domain_text)):
             return []

@@ -21,13 +21,13 @@ never be false there is implied, whatever the goal says. Nothing here is specifi
    negative part). Equal completions therefore mean equal goal-state sets, and equal sets have
    equal intersections, so the converse holds too. Completion commutes with renaming, hence
    "some bijection maps init onto init and completion onto completion" (a graph isomorphism,
-   :mod:`plansuite.nl2pddl.graphs`) is exactly semantic equivalence.
+   :mod:`plansuite.nl2pddl.judging.graphs`) is exactly semantic equivalence.
 4. *When the state space is too large* the goal as written (minus static atoms) is a sound
    under-approximation of its completion: isomorphic under-approximations still prove
    equivalence (structural equality always implies semantic equality), non-isomorphic initial
    states still disprove it, and anything else is undecided with the reason.
 
-The hand-written Blocksworld and Gripper models (:mod:`plansuite.nl2pddl.worlds`) remain the
+The hand-written Blocksworld and Gripper models (:mod:`plansuite.nl2pddl.judging.worlds`) remain the
 fast path for their signatures; tests cross-check their completions against this one.
 
 >>> from plansuite.domains import load_builtin

@@ -25,9 +25,9 @@ A generator that copied a fact wrong (``(on d b)`` for "c rests on b") finds its
 so with ``mentions`` (the default) the critic first asks the description itself: an object no
 fact mentions and the text never names, and, where the text names every object of the candidate,
 a fact relating objects no clause names together, or a clause no fact states, is rejected before
-any likelihood is read (:mod:`~plansuite.nl2pddl.mentions`).
+any likelihood is read (:mod:`~plansuite.nl2pddl.decoding.mentions`).
 
-Unlike the classifier critic (``critic=learned``, :class:`plansuite.nl2pddl.learned.LearnedCritic`)
+Unlike the classifier critic (``critic=learned``, :class:`plansuite.nl2pddl.models.learned.LearnedCritic`)
 it needs no training of its own: only a threshold, chosen on the held-out corruptions of a
 dataset's ``val`` split (``calibrate_on=DATA_DIR``, the default with ``data_dir`` set) to
 maximise balanced detection (the mean of the match acceptance rate and the mismatch rejection
@@ -56,12 +56,12 @@ from plansuite.errors import ConfigError, PlansuiteError
 from plansuite.models.backbone import context_length
 from plansuite.models.export import load_export
 from plansuite.models.tokenizer import decode, encode, pad_ids
-from plansuite.nl2pddl.critic import CriticVerdict, verdict_label
-from plansuite.nl2pddl.dataset import END, generation_prompt
-from plansuite.nl2pddl.general_semantics import complete_goal
-from plansuite.nl2pddl.generators import problem_name_setting, section_starts
-from plansuite.nl2pddl.mentions import mention_verdict
-from plansuite.nl2pddl.worlds import SearchBudgetExceeded, implied_literals, world_for
+from plansuite.nl2pddl.data.dataset import END, generation_prompt
+from plansuite.nl2pddl.decoding.generators import problem_name_setting, section_starts
+from plansuite.nl2pddl.decoding.mentions import mention_verdict
+from plansuite.nl2pddl.judging.critic import CriticVerdict, verdict_label
+from plansuite.nl2pddl.judging.general_semantics import complete_goal
+from plansuite.nl2pddl.judging.worlds import SearchBudgetExceeded, implied_literals, world_for
 from plansuite.pddl.model import Atom, Domain, Problem, parse_atom_text, problem_to_pddl
 from plansuite.pddl.parse import load_domain, parse_problem
 from plansuite.pddl.simulator import _static_predicates
@@ -202,7 +202,7 @@ class LikelihoodCritic:
     def calibrate(self, data_dir: str | Path, split: str = "val", limit: int | None = None) -> float:
         """The balanced-detection threshold on ``data_dir``'s ``split`` critic examples (the
         first ``limit`` of them: each pair's match and corruptions are consecutive)."""
-        from plansuite.nl2pddl.dataset import load_critic_examples
+        from plansuite.nl2pddl.data.dataset import load_critic_examples
 
         examples = load_critic_examples(data_dir, split)[:limit]
         if not examples:
@@ -243,7 +243,7 @@ class LikelihoodCritic:
     def canonical(self, problem: str) -> str:
         """``problem`` in the canonical layout when it parses against the domain, else as written
         (what does not parse is for the parse check to report, not for this critic); with
-        ``problem_name="domain"`` named as the decoder names it (:class:`~plansuite.nl2pddl.learned.LocalGenerator`)."""
+        ``problem_name="domain"`` named as the decoder names it (:class:`~plansuite.nl2pddl.models.learned.LocalGenerator`)."""
         if self.domain is None:
             return problem
         try:
@@ -330,7 +330,7 @@ class LikelihoodCritic:
 
     def mention_verdict(self, description: str, problem_text: str) -> CriticVerdict | None:
         """With ``mentions``, the rejection of a fact the description never states
-        (:mod:`~plansuite.nl2pddl.mentions`), else ``None`` (also for what does not parse)."""
+        (:mod:`~plansuite.nl2pddl.decoding.mentions`), else ``None`` (also for what does not parse)."""
         if not self.mentions or self.domain is None:
             return None
         try:

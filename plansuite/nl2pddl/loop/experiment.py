@@ -23,12 +23,12 @@ from pathlib import Path
 
 from plansuite.errors import ConfigError
 from plansuite.jsonl import iter_jsonl, write_atomic
-from plansuite.nl2pddl.dataset import Pair
-from plansuite.nl2pddl.generate import GENERATE_LOG, attempt_records
-from plansuite.nl2pddl.generators import ProblemGenerator
-from plansuite.nl2pddl.problem_checks import OperationalChecker
-from plansuite.nl2pddl.repair import repair
-from plansuite.nl2pddl.round_metrics import gap_table, round_metrics, score_attempt
+from plansuite.nl2pddl.data.dataset import Pair
+from plansuite.nl2pddl.decoding.generators import ProblemGenerator
+from plansuite.nl2pddl.judging.problem_checks import OperationalChecker
+from plansuite.nl2pddl.loop.generate import GENERATE_LOG, attempt_records
+from plansuite.nl2pddl.loop.repair import repair
+from plansuite.nl2pddl.loop.round_metrics import gap_table, round_metrics, score_attempt
 from plansuite.pddl.model import Domain
 from plansuite.pddl.parse import parse_problem
 from plansuite.progress import eta, format_eta

@@ -5,7 +5,7 @@ value, direction, fluent, duration for the PDDL 2.1 ones).
 A sibling of :class:`~plansuite.models.verifier.VerifierModule` with more than two classes and
 no threshold: the prediction is the most probable label. Validation reports the exact-label
 accuracy, the match/mismatch detection rate and both per true kind
-(:func:`plansuite.nl2pddl.critic.critic_report`); ``val/accuracy`` picks the best checkpoint.
+(:func:`plansuite.nl2pddl.judging.critic.critic_report`); ``val/accuracy`` picks the best checkpoint.
 
 The model kind ``critic`` (:mod:`plansuite.models.kinds`): :class:`CriticConfig` is
 ``model=critic``'s settings and :func:`build_critic` builds the module, its data and its tokenizer.
@@ -25,8 +25,8 @@ from plansuite.models.backbone import BackboneConfig
 from plansuite.models.factories import check_init, make_model, optim_defaults, start_from_export
 from plansuite.models.kinds import Built, ModelKind, Monitor, RunContext
 from plansuite.models.optim import OptimConfig, adamw_with_warmup
-from plansuite.nl2pddl.critic import CRITIC_LABELS, critic_report
-from plansuite.nl2pddl.problem_generator_module import text_backbone
+from plansuite.nl2pddl.judging.critic import CRITIC_LABELS, critic_report
+from plansuite.nl2pddl.models.problem_generator_module import text_backbone
 
 
 @dataclass
@@ -84,8 +84,8 @@ class CriticModule(L.LightningModule):
 def build_critic(m: CriticConfig, run: RunContext) -> Built:
     from plansuite.models.backbone import context_length
     from plansuite.models.export import check_export_domain
-    from plansuite.nl2pddl.dataset import load_nl2pddl_manifest
-    from plansuite.nl2pddl.text_datamodules import (
+    from plansuite.nl2pddl.data.dataset import load_nl2pddl_manifest
+    from plansuite.nl2pddl.models.text_datamodules import (
         CriticDataModule,
         dataset_critic_labels,
         make_text_tokenizer,

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from plansuite.errors import PDDLError
-from plansuite.nl2pddl.critic import Critic, CriticVerdict, critic_diagnostic
+from plansuite.nl2pddl.judging.critic import Critic, CriticVerdict, critic_diagnostic
 from plansuite.pddl import fast_downward, planners, val
 from plansuite.pddl.checks import Diagnostic, check_problem
 from plansuite.pddl.parse import load_domain, parse_problem, read_text
