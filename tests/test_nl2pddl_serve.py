@@ -29,9 +29,9 @@ from plansuite.nl2pddl.chat_server import (
 )
 from plansuite.nl2pddl.data.dataset import NL2PDDLSpec, build_nl2pddl, load_pairs
 from plansuite.nl2pddl.decoding.generators import Feedback, OpenAIChatGenerator, chat_messages
-from plansuite.nl2pddl.models.learned import LocalGenerator
 from plansuite.nl2pddl.judging.problem_checks import OperationalChecker
 from plansuite.nl2pddl.loop.repair import build_feedback, describe_diagnostic, repair
+from plansuite.nl2pddl.models.learned import LocalGenerator
 from plansuite.pddl.checks import Diagnostic
 
 

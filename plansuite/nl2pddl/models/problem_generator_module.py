@@ -26,8 +26,8 @@ from plansuite.models.generator import GeneratorModule
 from plansuite.models.inference import GeneratorPolicy
 from plansuite.models.kinds import Built, ModelKind, Monitor, RunContext
 from plansuite.models.optim import OptimConfig
-from plansuite.nl2pddl.judging.equivalence import compare
 from plansuite.nl2pddl.decoding.generators import extract_problem
+from plansuite.nl2pddl.judging.equivalence import compare
 from plansuite.pddl.parse import parse_problem
 
 VAL_FLAGS = ("parse", "structural", "semantic")
