@@ -317,13 +317,14 @@ def test_local_backend_on_the_new_domain(kitchen_export, tmp_path):
 def test_openai_backend_against_plansuite_serve_on_the_new_domain(kitchen_export, tmp_path):
     exe = shutil.which("plansuite-serve", path=str(Path(sys.executable).parent))
     cmd = [exe] if exe else [sys.executable, "-m", "plansuite.cli.serve"]
+    err = tmp_path / "serve.err"  # a file: a pipe nobody reads would block the server once full
     proc = subprocess.Popen([*cmd, f"kitchen={kitchen_export}", "--port", "0"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
+                            stderr=err.open("w"), text=True,  # noqa: SIM115
                             env={**os.environ, "PLANSUITE_DEBUG": "", "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1",
                                  "PYTHONPATH": os.pathsep.join(sys.path)})
     try:
         line = proc.stdout.readline()
-        assert line.startswith("serving "), (line, proc.stderr.read() if proc.poll() is not None else "")
+        assert line.startswith("serving "), (line, err.read_text())
         url = line.rsplit(" at ", 1)[1].strip()
         out = tmp_path / "out"
         descriptions = write_descriptions(tmp_path / "d.jsonl", [{"id": "soup", "description": CARROT_SOUP}])
@@ -337,4 +338,8 @@ def test_openai_backend_against_plansuite_serve_on_the_new_domain(kitchen_export
         assert first["solvable"] is not None or any(d["kind"].startswith("planner") for d in first["diagnostics"])
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -10,6 +10,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -52,22 +53,34 @@ def export(data, tmp_path_factory, train_problem_generator):
 def serve(*args: str) -> tuple[subprocess.Popen, str]:
     exe = shutil.which("plansuite-serve", path=str(Path(sys.executable).parent))
     cmd = [exe] if exe else [sys.executable, "-m", "plansuite.cli.serve"]
-    proc = subprocess.Popen([*cmd, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    # stderr to a file: a pipe nobody reads would block the server once it filled
+    err = tempfile.TemporaryFile("w+")  # noqa: SIM115 (lives as long as the server)
+    proc = subprocess.Popen([*cmd, *args], stdout=subprocess.PIPE, stderr=err, text=True,
                             env={**os.environ, "PLANSUITE_DEBUG": "", "HF_HUB_OFFLINE": "1",
                                  "OMP_NUM_THREADS": "1"})
     line = proc.stdout.readline()
     if not line.startswith("serving "):
         proc.kill()
-        raise AssertionError(f"no server: {line!r} {proc.stderr.read()}")
+        proc.wait()
+        err.seek(0)
+        raise AssertionError(f"no server: {line!r} {err.read()}")
     return proc, line.rsplit(" at ", 1)[1].strip()
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 @pytest.fixture(scope="module")
 def server(export):
     proc, url = serve(f"bw={export}", "--port", "0")
     yield url
-    proc.terminate()
-    proc.wait(timeout=30)
+    stop(proc)
 
 
 def post(url: str, body: object) -> tuple[int, dict]:

@@ -238,7 +238,9 @@ def _build_into(tmp: Path, spec: DatasetSpec, domain: Domain, domain_text: str,
     noise = {}
     (tmp / "domain.pddl").write_text(domain_text)
     train_keys: set[bytes] = set()
-    ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+    # forkserver: workers start from a fresh process, not a fork of this one, whose threads (torch,
+    # a tokenizer, a server) may hold locks a forked child would wait on forever
+    ctx = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
     shortest_of = domain_text if spec.shortest_paths else None
     if shortest_of:  # a domain pymimir refuses fails here, in one line (failing in the workers'
         # initializer, the pool would respawn them forever)
