@@ -105,9 +105,10 @@ def test_no_two_modules_share_a_file_name():
 
 
 # The layers, lowest first: a module imports only from layers below its own (and its own package).
-# Packages sharing a layer do not import each other (the foundation, layer 0, excepted).
+# Packages sharing a layer do not import each other (the foundation, layer 0, excepted). "" is the
+# package's own ``__init__``.
 LAYERS = [
-    {"plansuite", "config_dir", "errors", "jsonl", "progress", "settings", "tracking"},
+    {"", "config_dir", "errors", "jsonl", "progress", "settings", "tracking"},
     {"pddl"},  # torch-free PDDL: parse, simulate, judge, plan
     {"domains"},  # built-in domains and state samplers over PDDL
     {"data"},  # datasets and recipes (torch-free)
@@ -120,24 +121,43 @@ LAYERS = [
     {"cli", "pipeline"},
 ]
 
+# Inside ``nl2pddl``, the same rule over its sub-packages (``chat_server``, ``plansuite-serve``, on top).
+NL2PDDL_LAYERS = [
+    {""},
+    {"judging"},  # is a problem right: equivalence, operational checks, the critic protocol
+    {"data"},  # scenes, descriptions, corruptions, the dataset on disk
+    {"decoding"},  # the generator protocol and chat backend, constrained decoding, mentions
+    {"models", "loop"},  # the learned models (torch) | the repair loop and its runs
+    {"chat_server"},
+]
 
-def layer_of(module: str) -> tuple[int, str]:
-    """(layer, package) of ``module``: ``plansuite.data.load`` is in ``data``'s layer."""
-    package = module.split(".")[1] if "." in module else module
-    for rank, members in enumerate(LAYERS):
-        if package in members:
-            return rank, package
-    raise AssertionError(f"{module}: package {package!r} is in no layer of tests/test_architecture.py")
+
+def layer_of(module: str, layers: list[set[str]] = LAYERS, package: str = "plansuite") -> tuple[int, str]:
+    """(layer, part) of ``module`` inside ``package``: ``plansuite.data.load`` is in ``data``'s layer."""
+    parts = module.split(".")
+    depth = package.count(".") + 1
+    part = parts[depth] if len(parts) > depth else ""
+    for rank, members in enumerate(layers):
+        if part in members:
+            return rank, part
+    raise AssertionError(f"{module}: {part!r} is in no layer of {package}'s in tests/test_architecture.py")
 
 
-def upward_imports(graph: dict[str, set[str]]) -> list[str]:
-    """Every import of a module from a higher layer, or from another package of its own layer."""
+def upward_imports(graph: dict[str, set[str]], layers: list[set[str]] = LAYERS,
+                   package: str = "plansuite") -> list[str]:
+    """Every import, among ``package``'s modules, of a module from a higher layer, or from another
+    part of its own layer."""
+    def inside(module: str) -> bool:
+        return module == package or module.startswith(package + ".")
+
     out = []
     for name, targets in sorted(graph.items()):
-        rank, package = layer_of(name)
-        for target in sorted(targets):
-            t_rank, t_package = layer_of(target)
-            if t_rank > rank or (t_rank == rank and t_package != package and rank > 0):
+        if not inside(name):
+            continue
+        rank, part = layer_of(name, layers, package)
+        for target in sorted(filter(inside, targets)):
+            t_rank, t_part = layer_of(target, layers, package)
+            if t_rank > rank or (t_rank == rank and t_part != part and rank > 0):
                 out.append(f"{name} imports {target}")
     return out
 
@@ -159,43 +179,8 @@ def test_the_layer_check_finds_the_back_edges_it_forbids():
         "plansuite.report.paper imports plansuite.nl2pddl.loop.paired_runs"]
 
 
-# Inside ``nl2pddl``, the same rule over its sub-packages, lowest first (``plansuite.nl2pddl``
-# itself, the package docstring, below them all; ``chat_server``, ``plansuite-serve``, above).
-NL2PDDL_LAYERS = [
-    {""},
-    {"judging"},  # is a problem right: equivalence, operational checks, the critic protocol
-    {"data"},  # scenes, descriptions, corruptions, the dataset on disk
-    {"decoding"},  # the generator protocol and chat backend, constrained decoding, mentions
-    {"models", "loop"},  # the learned models (torch) | the repair loop and its runs
-    {"chat_server"},
-]
-
-
-def nl2pddl_layer_of(module: str) -> tuple[int, str]:
-    """(layer, sub-package) of an ``nl2pddl`` module: ``plansuite.nl2pddl.data.scenes`` is in ``data``'s."""
-    part = module.split(".")[2] if module.count(".") >= 2 else ""
-    for rank, members in enumerate(NL2PDDL_LAYERS):
-        if part in members:
-            return rank, part
-    raise AssertionError(f"{module}: {part!r} is in no layer of NL2PDDL_LAYERS in tests/test_architecture.py")
-
-
-def nl2pddl_upward_imports(graph: dict[str, set[str]]) -> list[str]:
-    """Every import inside ``nl2pddl`` from a higher sub-package, or from another of its own layer."""
-    out = []
-    for name, targets in sorted(graph.items()):
-        if not name.startswith("plansuite.nl2pddl"):
-            continue
-        rank, part = nl2pddl_layer_of(name)
-        for target in sorted(t for t in targets if t.startswith("plansuite.nl2pddl")):
-            t_rank, t_part = nl2pddl_layer_of(target)
-            if t_rank > rank or (t_rank == rank and t_part != part):
-                out.append(f"{name} imports {target}")
-    return out
-
-
 def test_nl2pddl_sub_packages_import_only_downward():
-    assert nl2pddl_upward_imports(import_graph()) == []
+    assert upward_imports(import_graph(), NL2PDDL_LAYERS, "plansuite.nl2pddl") == []
 
 
 def test_every_nl2pddl_module_is_in_a_sub_package():
@@ -209,7 +194,7 @@ def test_the_nl2pddl_layer_check_finds_the_back_edges_it_forbids():
                   "plansuite.nl2pddl.models.learned": {"plansuite.nl2pddl.loop.repair"},
                   "plansuite.nl2pddl.loop.generate": {"plansuite.nl2pddl.data.dataset",
                                                       "plansuite.nl2pddl.chat_server"}}
-    assert nl2pddl_upward_imports(back_edges) == [
+    assert upward_imports(back_edges, NL2PDDL_LAYERS, "plansuite.nl2pddl") == [
         "plansuite.nl2pddl.judging.equivalence imports plansuite.nl2pddl.data.scenes",
         "plansuite.nl2pddl.loop.generate imports plansuite.nl2pddl.chat_server",
         "plansuite.nl2pddl.models.learned imports plansuite.nl2pddl.loop.repair"]
