@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
+from serve_process import served
 
 from plansuite.cli import CONF_DIR
 from plansuite.cli.nl2pddl import run as nl2pddl_run
@@ -315,17 +316,7 @@ def test_local_backend_on_the_new_domain(kitchen_export, tmp_path):
 
 @pytest.mark.slow
 def test_openai_backend_against_plansuite_serve_on_the_new_domain(kitchen_export, tmp_path):
-    exe = shutil.which("plansuite-serve", path=str(Path(sys.executable).parent))
-    cmd = [exe] if exe else [sys.executable, "-m", "plansuite.cli.serve"]
-    err = tmp_path / "serve.err"  # a file: a pipe nobody reads would block the server once full
-    proc = subprocess.Popen([*cmd, f"kitchen={kitchen_export}", "--port", "0"], stdout=subprocess.PIPE,
-                            stderr=err.open("w"), text=True,  # noqa: SIM115
-                            env={**os.environ, "PLANSUITE_DEBUG": "", "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1",
-                                 "PYTHONPATH": os.pathsep.join(sys.path)})
-    try:
-        line = proc.stdout.readline()
-        assert line.startswith("serving "), (line, err.read_text())
-        url = line.rsplit(" at ", 1)[1].strip()
+    with served(f"kitchen={kitchen_export}", "--port", "0", PYTHONPATH=os.pathsep.join(sys.path)) as url:
         out = tmp_path / "out"
         descriptions = write_descriptions(tmp_path / "d.jsonl", [{"id": "soup", "description": CARROT_SOUP}])
         summary = generate(f"descriptions={descriptions}", f"out_dir={out}", "backend=openai",
@@ -336,10 +327,3 @@ def test_openai_backend_against_plansuite_serve_on_the_new_domain(kitchen_export
         first = r["attempts"][0]
         assert first["parsed"] is True and first["domain_consistent"] is True
         assert first["solvable"] is not None or any(d["kind"].startswith("planner") for d in first["diagnostics"])
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()

@@ -10,7 +10,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.error
@@ -18,6 +17,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from serve_process import serve_command, served
 
 from plansuite.domains import builtin_path, load_builtin
 from plansuite.errors import ConfigError
@@ -50,37 +50,10 @@ def export(data, tmp_path_factory, train_problem_generator):
     return train_problem_generator(data, tmp_path_factory.mktemp("pg"), steps=4, max_new_tokens=48)
 
 
-def serve(*args: str) -> tuple[subprocess.Popen, str]:
-    exe = shutil.which("plansuite-serve", path=str(Path(sys.executable).parent))
-    cmd = [exe] if exe else [sys.executable, "-m", "plansuite.cli.serve"]
-    # stderr to a file: a pipe nobody reads would block the server once it filled
-    err = tempfile.TemporaryFile("w+")  # noqa: SIM115 (lives as long as the server)
-    proc = subprocess.Popen([*cmd, *args], stdout=subprocess.PIPE, stderr=err, text=True,
-                            env={**os.environ, "PLANSUITE_DEBUG": "", "HF_HUB_OFFLINE": "1",
-                                 "OMP_NUM_THREADS": "1"})
-    line = proc.stdout.readline()
-    if not line.startswith("serving "):
-        proc.kill()
-        proc.wait()
-        err.seek(0)
-        raise AssertionError(f"no server: {line!r} {err.read()}")
-    return proc, line.rsplit(" at ", 1)[1].strip()
-
-
-def stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 @pytest.fixture(scope="module")
 def server(export):
-    proc, url = serve(f"bw={export}", "--port", "0")
-    yield url
-    stop(proc)
+    with served(f"bw={export}", "--port", "0") as url:
+        yield url
 
 
 def post(url: str, body: object) -> tuple[int, dict]:
@@ -171,8 +144,7 @@ def test_repair_loop_end_to_end_through_the_served_model(server, export, data, t
 
 
 def test_cli_errors_are_one_line(tmp_path, server, export):
-    exe = shutil.which("plansuite-serve", path=str(Path(sys.executable).parent))
-    cmd = [exe] if exe else [sys.executable, "-m", "plansuite.cli.serve"]
+    cmd = serve_command()
     busy = server.rsplit(":", 1)[1].split("/")[0]  # the module's server holds this port
     for args, words in (([str(tmp_path / "missing"), "--port", "0"], "missing"),
                         (["a=x", "a=y", "--port", "0"], "repeated"),
