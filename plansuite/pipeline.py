@@ -58,6 +58,20 @@ def override_value(value) -> str:
 OmegaConf.register_new_resolver("plansuite.override", override_value, replace=True)
 
 
+def choose(flag: bool, if_true, if_false):
+    """``${plansuite.if:${flag},A,B}``: A when the pipeline setting ``flag`` is true, else B.
+
+    >>> choose(True, "generator-dagger", "generator"), choose(False, "a", "b")
+    ('generator-dagger', 'b')
+    """
+    if not isinstance(flag, bool):
+        raise ValueError(f"plansuite.if: {flag!r} is not true or false")
+    return if_true if flag else if_false
+
+
+OmegaConf.register_new_resolver("plansuite.if", choose, replace=True)
+
+
 @dataclass(frozen=True)
 class Stage:
     name: str  # also its folder under root, e.g. "eval/generator"
@@ -66,6 +80,7 @@ class Stage:
     after: list[str] = field(default_factory=list)
     out_arg: str = "out_dir={dir}"  # how the stage's folder is passed to the CLI
     alone: bool = False  # run with no other stage beside it, on every thread (training)
+    enabled: bool = True  # false: left out (a variant's switch); no enabled stage may run after it
 
 
 def load_pipeline(name_or_path: str, overrides: list[str]) -> tuple[dict, list[Stage]]:
@@ -84,13 +99,23 @@ def load_pipeline(name_or_path: str, overrides: list[str]) -> tuple[dict, list[S
         settings = OmegaConf.to_container(cfg, resolve=True)
     except Exception as exc:  # bad YAML, bad override, unresolvable interpolation
         raise ConfigError(f"{path}: {type(exc).__name__}: {str(exc).splitlines()[0]}") from exc
-    stages, seen = [], set()
+    stages, seen, disabled = [], set(), set()
     for raw in settings.pop("stages", []):
         unknown = set(raw) - set(Stage.__dataclass_fields__)
         if unknown or not {"name", "module"} <= set(raw):
             raise ConfigError(f"{path}: stage {raw.get('name', '?')}: needs name and module"
                               + (f"; unknown key {sorted(unknown)[0]}" if unknown else ""))
         stage = Stage(**{**raw, "args": _flat(raw.get("args", []))})
+        if not isinstance(stage.enabled, bool):
+            raise ConfigError(f"{path}: stage {stage.name}: enabled={stage.enabled!r} must be "
+                              "true or false")
+        if not stage.enabled:
+            disabled.add(stage.name)
+            continue
+        off = [d for d in stage.after if d in disabled]
+        if off:
+            raise ConfigError(f"{path}: stage {stage.name} runs after stage {off[0]}, which is "
+                              "disabled (enabled: false)")
         missing = [d for d in stage.after if d not in seen]
         if missing:
             raise ConfigError(f"{path}: stage {stage.name} runs after unknown or later stage {missing[0]}")

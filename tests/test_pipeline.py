@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
+import plansuite.cli.train  # noqa: F401 -- stores the model schemas train stages compose against
 from plansuite import pipeline
 from plansuite.cli import CONF_DIR
 from plansuite.errors import ConfigError
@@ -21,9 +22,11 @@ PRIMARY = {"plansuite.cli.data": "data", "plansuite.cli.train": "train", "plansu
 
 
 @pytest.mark.parametrize("name", ["demo", "smoke", "reproduce", "paper_cpu", "paper_cpu_gripper",
-                                  "paper_cpu_logistics", "demo_logistics", "nl2pddl_cpu"])
+                                  "paper_cpu_logistics", "demo_logistics", "nl2pddl_cpu",
+                                  "demo_custom"])
 def test_every_stage_of_the_shipped_pipelines_composes(name):
-    settings, stages = pipeline.load_pipeline(name, [])
+    custom = ["domain_file=/d/domain.pddl", "problems=/d/problems", "test=/d/test"]
+    settings, stages = pipeline.load_pipeline(name, custom if name == "demo_custom" else [])
     assert {"root", "seed"} <= set(settings)
     for stage in stages:
         if stage.module in PRIMARY:  # Hydra apps: the stage's overrides must compose
@@ -51,7 +54,14 @@ def test_demo_custom_runs_the_same_stages_on_your_domain():
     _, demo = pipeline.load_pipeline("demo", ["root=R"])
     _, custom = pipeline.load_pipeline("demo_custom", ["root=R", "domain_file=/d/domain.pddl",
                                                        "problems=/d/problems", "test=/d/test"])
-    assert [s.name for s in custom] == [s.name for s in demo]
+    names = [s.name for s in demo]
+    assert [s.name for s in custom] == names[:2] + ["generator-dagger"] + names[2:]
+    gen = "R/generator-dagger/export"  # every verifier and planner uses the relabelled one
+    for stage in custom:
+        if "generator" in str(stage.args) and stage.name not in ("generator", "generator-dagger"):
+            assert {f"generator={gen}", f"model.generator_dir={gen}"} & set(stage.args), stage.name
+    relabelled = next(s for s in custom if s.name == "generator-dagger")
+    assert "model.finetune.init_from=R/generator/export" in relabelled.args
     domain = ["domain=custom", "domain.file=/d/domain.pddl", "domain.problems=/d/problems"]
     for stage in custom:
         if stage.module in ("plansuite.cli.eval", "plansuite.cli.data"):
@@ -138,11 +148,22 @@ def test_a_failing_stage_is_one_line_and_keeps_what_is_done(tmp_path):
         "error: pipeline stage e (exit 1) failed; fix and re-run the same command to resume from it")
 
 
+def test_a_disabled_stage_is_left_out(tmp_path):
+    spec = tmp_path / "p.yaml"
+    spec.write_text("root: x\nextra: false\nstages:\n  - {name: a, module: m}\n"
+                    "  - {name: b, module: m, enabled: '${extra}', after: [a]}\n")
+    assert [s.name for s in pipeline.load_pipeline(str(spec), [])[1]] == ["a"]
+    assert [s.name for s in pipeline.load_pipeline(str(spec), ["extra=true"])[1]] == ["a", "b"]
+
+
 @pytest.mark.parametrize("text, message", [
     ("root: x\nstages: []\n", "no stages"),
     ("root: x\nstages:\n  - {name: a, module: m, after: [b]}\n", "runs after unknown or later stage b"),
     ("root: x\nstages:\n  - {name: a, module: m, colour: red}\n", "unknown key colour"),
     ("root: [\n", "ParserError"),
+    ("root: x\nstages:\n  - {name: a, module: m, enabled: false}\n  - {name: b, module: m, after: [a]}\n",
+     "stage b runs after stage a, which is disabled"),
+    ("root: x\nstages:\n  - {name: a, module: m, enabled: maybe}\n", "enabled='maybe' must be"),
 ])
 def test_bad_pipeline_files_are_one_line_errors(tmp_path, text, message):
     spec = tmp_path / "p.yaml"

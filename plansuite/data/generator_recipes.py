@@ -6,7 +6,13 @@
 - finetuning (expert iteration, :mod:`plansuite.skills`): start from an export and train on
   :func:`mix_examples` of the dataset's transitions and ``extra`` ones (a JSONL file of
   ``{"prompt": ..., "completion": ...}`` lines, e.g. the transitions of verified plans), in a
-  fixed proportion (:func:`finetune_split`).
+  fixed proportion (:func:`finetune_split`);
+- relabelling (``model.finetune.dagger``, DAgger-style expert correction): the ``init_from``
+  generator is rolled out on the true states from the training walks' starts
+  (:func:`plansuite.models.sampling.dagger_pairs`), and every state it reaches off the walk's
+  path is planned to the walk's goal by the dataset's shortest-path planner
+  (:func:`expert_transitions`); those plans' transitions are extra examples. A generator trained
+  on paths only never sees the states its own mistakes lead to, and loops there.
 
 Validation is always the dataset's val split. New training-data recipes for the generator belong
 here; the DataModule (:class:`plansuite.models.datamodules.GeneratorDataModule`) only tokenizes.
@@ -17,11 +23,12 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
 from plansuite.errors import ConfigError
+from plansuite.pddl.codec import format_completion, format_prompt
 
 T = TypeVar("T")
 
@@ -81,6 +88,46 @@ def load_extra_transitions(path: str | Path) -> list[tuple[str, str]]:
 
 
 @dataclass
+class DaggerConfig:
+    """DAgger-style relabelling of the ``init_from`` generator's rollouts (``model.finetune.dagger``)."""
+
+    rollouts: int = 0  # rollouts per training walk (0: off)
+    walks: int | None = None  # training walks rolled out, a seeded sample (None: all)
+    max_steps: int = 20  # steps per rollout; an inapplicable or unparseable step ends it
+    temperature: float = 1.0  # sampling temperature of the rollouts (top-p 0.99)
+
+    def check(self) -> None:
+        if self.rollouts < 0 or self.max_steps < 1 or self.temperature < 0 \
+                or (self.walks is not None and self.walks < 1):
+            raise ConfigError(f"model.finetune.dagger={self}: needs rollouts >= 0, walks >= 1 "
+                              "(or null), max_steps >= 1 and temperature >= 0")
+
+
+def expert_transitions(planner, tasks, walks: Sequence[dict], goals: Sequence[int],
+                       visited: Sequence[set[int]]) -> list[tuple[str, str]]:
+    """(prompt, completion) pairs of the expert's plans from every ``visited`` state (bit sets of
+    each walk's task) that is off the walk's own path to the walk's goal (any state holding its
+    atoms); ``planner.plan(task, start, goal, exact=False)`` is the expert
+    (:class:`plansuite.data.shortest.ShortestPaths`). A (state, goal, objects) seen once is written
+    once; states are visited in sorted order, so the output is deterministic."""
+    seen, pairs = set(), []
+    for task, goal, walk, states in zip(tasks, goals, walks, visited, strict=True):
+        names = tuple(sorted(walk["objects"]))
+        on_path = {task.encode(s) for s in walk["states"]}
+        for start in sorted(states - on_path):
+            path = planner.plan(task, start, goal, exact=False)
+            if path is None:
+                continue
+            for action, before, after in zip(path.actions, path.states[:-1], path.states[1:],
+                                             strict=True):
+                if (before, goal, names) not in seen:
+                    seen.add((before, goal, names))
+                    pairs.append((format_prompt(walk["goal"], task.decode(before)),
+                                  format_completion(task.actions[action], task.decode(after))))
+    return pairs
+
+
+@dataclass
 class FinetuneConfig:
     """Start from an export and mix extra transitions into the training split (``model.finetune``)."""
 
@@ -88,6 +135,8 @@ class FinetuneConfig:
     extra: str | None = None  # JSONL of {"prompt", "completion"}: mixed into the training split
     original_fraction: float = 0.5  # share of the dataset's own training transitions in the mix
     examples: int | None = None  # size of the mixed training split (None: every extra one once)
+    dagger: DaggerConfig = field(default_factory=DaggerConfig)  # more extra examples: the
+    #                            init_from generator's rollouts, relabelled by a planner
 
 
 def finetune_split(original: Sequence[T], extra: Sequence[T], finetune: FinetuneConfig,

@@ -138,9 +138,10 @@ class GeneratorDataModule(L.LightningDataModule):
                  loss_on: str = "completion", greedy_n: int = 128, greedy_batch_size: int = 64,
                  num_workers: int = 0, seed: int = 0, finetune: FinetuneConfig | None = None,
                  trajectories: str = "walk", train_transitions: int | None = None,
-                 augment: str = "none"):
+                 augment: str = "none", extra_pairs: Sequence[tuple[str, str]] = ()):
         super().__init__()
         self.augment = check_augment(augment)  # none | rename: plansuite/data/augment.py
+        self.extra_pairs = list(extra_pairs)  # mixed in like finetune.extra's (e.g. relabelled)
         self.trajectories = trajectories  # walk (the paper's) | shortest: data/shortest.py
         if train_transitions is not None and train_transitions < 1:
             raise ConfigError(f"model.train_transitions={train_transitions}: must be >= 1 (or null)")
@@ -172,17 +173,19 @@ class GeneratorDataModule(L.LightningDataModule):
             raise ConfigError(f"{self.data_dir}: the train and val splits need transitions")
         self.train, self.val = self.encode_records(train), self.encode_records(val)
         ft = self.finetune
-        if ft.extra:
-            extra = self.encode_pairs(load_extra_transitions(ft.extra))
-            check_fits([len(e[0]) for e in extra], self.context, str(ft.extra))
+        pairs = (load_extra_transitions(ft.extra) if ft.extra else []) + self.extra_pairs
+        if pairs:
+            extra = self.encode_pairs(pairs)
+            check_fits([len(e[0]) for e in extra], self.context,
+                       str(ft.extra or "model.finetune.dagger"))
             self.train, self.train_counts = finetune_split(self.train, extra, ft, self.seed)
         check_fits([len(e[0]) for e in self.train + self.val], self.context, f"{self.data_dir}")
         self.greedy_records = pick_records(val, self.greedy_n, self.seed)
         self.max_completion = max(len(e[1]) - e[1].count(-100) for e in self.train)
         if self.augment == "rename":
-            if ft.extra:
+            if pairs:
                 raise ConfigError("model.augment=rename renames the dataset's transitions; it does "
-                                  "not apply to model.finetune.extra (use augment=none)")
+                                  "not apply to model.finetune's extra examples (use augment=none)")
             objects = {name: typ for r in train for name, typ in r.objects.items()}
             self.train = RenamedPerEpoch(train, partial(rename_transition, pool=name_pool(objects)),
                                          self.encode_records, self.seed)

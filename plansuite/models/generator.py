@@ -11,6 +11,7 @@ tokenizer.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import lightning as L
@@ -19,6 +20,8 @@ from torchmetrics import MeanMetric
 
 from plansuite.data.generator_recipes import FinetuneConfig
 from plansuite.data.judged import judge_texts
+from plansuite.errors import ConfigError
+from plansuite.jsonl import write_atomic
 from plansuite.models.backbone import BackboneConfig
 from plansuite.models.factories import make_model, make_tokenizer, optim_defaults, start_from_export
 from plansuite.models.inference import GeneratorPolicy
@@ -102,23 +105,44 @@ class GeneratorModule(L.LightningModule):
 
 
 
+def dagger_examples(m: GeneratorConfig, run: RunContext) -> list[tuple[str, str]]:
+    """``model.finetune.dagger``'s examples, also written to ``<out_dir>/dagger.jsonl``."""
+    if not m.finetune.dagger.rollouts:
+        return []
+    from plansuite.models.sampling import dagger_pairs
+
+    policy = GeneratorPolicy.from_export(m.finetune.init_from)
+    pairs = dagger_pairs(policy, run.data_dir, run.domain, m.finetune.dagger,
+                             m.trajectories, run.seed)
+    run.out_dir.mkdir(parents=True, exist_ok=True)
+    write_atomic(run.out_dir / "dagger.jsonl",
+                 "".join(json.dumps({"prompt": p, "completion": c}) + "\n" for p, c in pairs))
+    return pairs
+
+
 def build_generator(m: GeneratorConfig, run: RunContext) -> Built:
     from plansuite.models.backbone import context_length
     from plansuite.models.datamodules import GeneratorDataModule
     from plansuite.models.export import check_export_domain
 
-    base_max_new = None
+    base_max_new, extra_pairs = None, []
+    m.finetune.dagger.check()
+    if m.finetune.dagger.rollouts and not m.finetune.init_from:
+        raise ConfigError("model.finetune.dagger.rollouts: needs model.finetune.init_from=EXPORT "
+                          "(the generator whose rollouts are relabelled)")
     if m.finetune.init_from:  # finetuning: the export's weights and tokenizer
         base_max_new = check_export_domain(m.finetune.init_from, "generator", run.domain,
                                            "model.finetune.init_from").get("max_new_tokens")
         tokenizer, model = start_from_export(m.finetune.init_from, "causal")
+        extra_pairs = dagger_examples(m, run)
     else:
         tokenizer = make_tokenizer(m.backbone, run.domain, run.data_dir)
         model = make_model(m.backbone, "causal", tokenizer)
     dm = GeneratorDataModule(run.data_dir, tokenizer, context_length(model.config), m.batch_size,
                              m.loss_on, m.val_greedy, num_workers=run.num_workers, seed=run.seed,
                              finetune=m.finetune, trajectories=m.trajectories,
-                             train_transitions=m.train_transitions, augment=m.augment)
+                             train_transitions=m.train_transitions, augment=m.augment,
+                             extra_pairs=extra_pairs)
     dm.setup()  # data problems surface now, as one line, before any training
     max_new = m.max_new_tokens or base_max_new or 2 * dm.max_completion
     module = GeneratorModule(model, tokenizer, run.domain, m.optim, max_new, run.record)
