@@ -115,6 +115,9 @@ class TrainSpec:
     num_workers: int = 0
     compile: bool = False  # training steps through torch.compile (models/compiled.py); weights as eager
     logger: LoggerFactory | None = None  # None: no logger (results.json is still written)
+    callbacks: list[Any] = field(default_factory=list)  # more Lightning callbacks (conf/callbacks)
+    callback_settings: dict[str, Any] = field(default_factory=dict)  # their config: a resume
+    #                                      with other settings is refused, like the model's
     config: dict | None = None  # what the export records as its training config (None: this spec)
 
     def __post_init__(self) -> None:
@@ -130,7 +133,7 @@ class TrainSpec:
         if self.config is not None:
             return self.config
         plain = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                 if f.name not in ("logger", "config")}
+                 if f.name not in ("logger", "config", "callbacks")}
         return json.loads(json.dumps({**plain, "model": dataclasses.asdict(self.model)}, default=str))
 
 
@@ -152,9 +155,11 @@ def result_settings(spec: TrainSpec) -> dict:
     progress, checkpoint cadence or data-loader workers)."""
     trainer = {k: v for k, v in spec.trainer.items() if k not in REPORTING_KEYS}
     model = {k: v for k, v in dataclasses.asdict(spec.model).items() if k not in COMPUTE_KEYS}
-    return json.loads(json.dumps({"data_dir": str(spec.data_dir.resolve()), "seed": spec.seed,
-                                  "model": model, "trainer": trainer},
-                                 default=str))
+    settings = {"data_dir": str(spec.data_dir.resolve()), "seed": spec.seed, "model": model,
+                "trainer": trainer}
+    if spec.callback_settings:  # absent when none: runs from before conf/callbacks resume as before
+        settings["callbacks"] = spec.callback_settings
+    return json.loads(json.dumps(settings, default=str))
 
 
 def check_resume_settings(spec: TrainSpec) -> None:
@@ -312,7 +317,8 @@ def make_trainer(spec: TrainSpec, domain_name: str, dataset: str | None):
                               auto_insert_metric_name=False)
     throughput = TokensPerSecond()
     logger = spec.logger(*run_labels(spec, domain_name, dataset)) if spec.logger else False
-    callbacks = [last_cb, best_cb, throughput, ResumeState(), LastValidation()]  # a resume goes on where it stopped
+    callbacks = [last_cb, best_cb, throughput, ResumeState(), LastValidation(),  # a resume goes
+                 *spec.callbacks]                                               # on where it stopped
     bar = bool(spec.trainer.get("enable_progress_bar", True)) and sys.stdout.isatty()
     if not bar:  # a log file: plain lines instead of a redrawn bar
         callbacks.append(ProgressLines(spec.progress_every_n_steps))
@@ -351,7 +357,12 @@ def train(spec: TrainSpec) -> dict:
         trainer.logger.log_hyperparams(spec.record())
 
     start = time.perf_counter()
-    trainer.fit(module, datamodule=dm, ckpt_path=ckpt_path, weights_only=True)
+    from lightning.fabric.utilities.exceptions import MisconfigurationException
+
+    try:
+        trainer.fit(module, datamodule=dm, ckpt_path=ckpt_path, weights_only=True)
+    except MisconfigurationException as err:  # e.g. callbacks=[lr_monitor] with logger=none
+        raise ConfigError(f"Lightning refused the run: {err}") from None
     fit_s = time.perf_counter() - start
     if trainer.interrupted:
         raise PlansuiteError(f"training interrupted; resume with: ckpt_path=last out_dir={out_dir}")

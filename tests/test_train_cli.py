@@ -252,3 +252,33 @@ def test_resume_with_changed_settings_names_the_key_and_fresh_starts_over(data_d
     assert list(tmp_path.glob("checkpoints.old-*"))
     assert json.loads((tmp_path / "export" / "plansuite.json").read_text())["config"]["model"][
         "optim"]["lr"] == 2e-3
+
+
+def test_callbacks_group_adds_early_stopping_and_a_resume_keeps_its_settings(data_dir, tmp_path,
+                                                                             capsys):
+    """``callbacks=[early_stopping]`` stops a run whose monitored metric stops improving (here no
+    improvement is big enough); its settings are part of what a resume must keep."""
+    stop = [*SMALL, "model.epochs=6", "+trainer.limit_train_batches=2", "model.val_greedy=2",
+            "callbacks=[early_stopping]", "callbacks.early_stopping.patience=1",
+            "callbacks.early_stopping.min_delta=100", "ckpt_path=last"]
+    results = run(config(data_dir, tmp_path, *stop))
+    assert results["epochs"] == 2 and results["global_step"] == 4  # 2 of the 6 epochs
+    recorded = json.loads((tmp_path / "run_settings.json").read_text())
+    assert recorded["callbacks"]["early_stopping"]["monitor"] == "val/loss"
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        run(config(data_dir, tmp_path, *stop, "callbacks.early_stopping.patience=4"))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "callbacks.early_stopping.patience: 1 -> 4" in err[0], err
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["+callbacks.mine._target_=no.such.Callback"], "callbacks: "),
+    (["+callbacks.mine.patience=3"], "callbacks.mine: needs _target_"),
+    (["callbacks=[lr_monitor]"], "has no logger"),
+])
+def test_bad_callbacks_are_one_line(data_dir, tmp_path, capsys, overrides, message):
+    with pytest.raises(SystemExit):
+        run(config(data_dir, tmp_path, *SMALL, *overrides, "+trainer.fast_dev_run=1"))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and message in err[0], err

@@ -13,6 +13,7 @@ Examples (``conf/train.yaml``)::
     plansuite-train model=generator_paper trainer=gpu model.backbone.path=/models/gpt2 ...
     plansuite-train model=problem_generator data_dir=NL out_dir=PG    # NL→PDDL (plansuite-nl2pddl data)
     plansuite-train model=critic data_dir=NL out_dir=C
+    plansuite-train model=verifier ... callbacks=[early_stopping,lr_monitor]   # conf/callbacks/
 
 The config becomes a :class:`plansuite.training.TrainSpec` and :func:`plansuite.training.train`
 does the rest (what it writes under ``out_dir``: that module's docstring).
@@ -77,6 +78,24 @@ def logger_factory(logger_cfg: DictConfig | None):
     return make
 
 
+def callbacks(callbacks_cfg: DictConfig | None) -> tuple[list, dict]:
+    """``conf/callbacks``' Lightning callbacks (each entry a ``_target_`` and its arguments; a null
+    entry is off) and their resolved settings."""
+    from hydra.utils import instantiate
+
+    chosen = {name: c for name, c in (callbacks_cfg or {}).items() if c is not None}
+    for name, c in chosen.items():
+        if not isinstance(c, DictConfig) or "_target_" not in c:
+            raise ConfigError(f"callbacks.{name}: needs _target_ (a Lightning callback class) "
+                              "and its arguments, or null (off)")
+    settings = {name: OmegaConf.to_container(c, resolve=True) for name, c in chosen.items()}
+    try:
+        made = [instantiate(c) for c in chosen.values()]
+    except Exception as err:  # a misspelt class or argument: Hydra's message, one line
+        raise ConfigError(f"callbacks: {str(err).splitlines()[0]}") from None
+    return made, settings
+
+
 def train_spec(cfg: DictConfig) -> TrainSpec:
     """``conf/train.yaml``, composed, as a typed TrainSpec (bad model settings fail here)."""
     if OmegaConf.is_missing(cfg, "data_dir") or cfg.data_dir is None:  # reading ??? raises
@@ -85,12 +104,14 @@ def train_spec(cfg: DictConfig) -> TrainSpec:
     trainer = {k: v for k, v in resolved["trainer"].items() if k != "_target_"}
     compile_flag = cfg.get("compile", False)
     check_type("compile", "bool", compile_flag)
+    extra_callbacks, callback_settings = callbacks(cfg.get("callbacks"))
     return TrainSpec(data_dir=cfg.data_dir, out_dir=cfg.out_dir, model=model_config(resolved["model"]),
                      trainer=trainer, seed=cfg.seed, ckpt_path=cfg.get("ckpt_path"),
                      checkpoint_every_n_steps=cfg.checkpoint_every_n_steps,
                      progress_every_n_steps=cfg.get("progress_every_n_steps", 100),
                      num_workers=cfg.num_workers, compile=compile_flag,
-                     logger=logger_factory(cfg.get("logger")), config=resolved)
+                     logger=logger_factory(cfg.get("logger")), callbacks=extra_callbacks,
+                     callback_settings=callback_settings, config=resolved)
 
 
 def compose_train(overrides: list[str]) -> DictConfig:
