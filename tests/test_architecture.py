@@ -118,7 +118,8 @@ LAYERS = [
     {"nl2pddl"},  # natural language to PDDL (prints its tables with report.tables)
     {"training"},
     {"skills"},
-    {"cli", "pipeline"},
+    {"pipeline"},  # runs stages, each a CLI in a child process
+    {"cli"},
 ]
 
 # Inside ``nl2pddl``, the same rule over its sub-packages (``chat_server``, ``plansuite-serve``, on top).
