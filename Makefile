@@ -71,26 +71,26 @@ data: install ## build a dataset: make data PRESET=tiny OUT=outputs/data
 demo: install ## the CPU quickstart end to end (<= 10 min on 2 cores): data, generator, verifiers, every planner, report (DOMAIN=logistics; your domain: DOMAIN_FILE=f PROBLEMS=dir TEST=dir)
 	$(call require_custom)
 	@test -f conf/pipeline/$(DEMO).yaml || { echo "error: DOMAIN=$(DOMAIN): no conf/pipeline/$(DEMO).yaml (blocksworld or logistics)" >&2; exit 2; }
-	$(PY) -m plansuite.pipeline $(if $(DOMAIN_FILE),demo_custom $(CUSTOM_ARGS) root=$(or $(CUSTOM_DIR),outputs/demo-custom),$(DEMO) $(if $(filter blocksworld,$(DOMAIN)),root=$(DEMO_DIR))) seed=$(SEED) $(ARGS)
+	$(PY) -m plansuite.cli.run_pipeline $(if $(DOMAIN_FILE),demo_custom $(CUSTOM_ARGS) root=$(or $(CUSTOM_DIR),outputs/demo-custom),$(DEMO) $(if $(filter blocksworld,$(DOMAIN)),root=$(DEMO_DIR))) seed=$(SEED) $(ARGS)
 
 smoke: install ## the demo pipeline at toy scale (~2 min): checks the wiring
-	$(PY) -m plansuite.pipeline smoke root=$(SMOKE_DIR) seed=$(SEED) $(ARGS)
+	$(PY) -m plansuite.cli.run_pipeline smoke root=$(SMOKE_DIR) seed=$(SEED) $(ARGS)
 
 paper-cpu: install ## the paper's benchmark on this CPU (<= 2 h on 2 cores): paper data, every recipe and planner on its 200 instances (DOMAIN=gripper: on Gripper; DOMAIN_FILE=f PROBLEMS=dir TEST=dir: yours)
 ifdef DOMAIN_FILE
 	$(call require_custom)
-	$(PY) -m plansuite.pipeline paper_cpu_custom $(CUSTOM_ARGS) root=$(or $(CUSTOM_DIR),outputs/paper-cpu-custom) seed=$(SEED) $(ARGS)
+	$(PY) -m plansuite.cli.run_pipeline paper_cpu_custom $(CUSTOM_ARGS) root=$(or $(CUSTOM_DIR),outputs/paper-cpu-custom) seed=$(SEED) $(ARGS)
 else
 	@test -f conf/pipeline/$(PAPER_CPU).yaml || { echo "error: DOMAIN=$(DOMAIN): no conf/pipeline/$(PAPER_CPU).yaml (blocksworld, gripper or logistics)" >&2; exit 2; }
 	@test -n "$(PAPER_TEST)" -o "$(DOMAIN)" != blocksworld || echo "warning: ../shared/benchmarks/paper-blocksworld-test not found: evaluating on the dataset's own test split" >&2
-	$(PY) -m plansuite.pipeline $(PAPER_CPU) root=$(PAPER_CPU_DIR) seed=$(SEED) $(if $(and $(PAPER_TEST),$(filter blocksworld,$(DOMAIN))),instances=$(abspath $(PAPER_TEST))) $(ARGS)
+	$(PY) -m plansuite.cli.run_pipeline $(PAPER_CPU) root=$(PAPER_CPU_DIR) seed=$(SEED) $(if $(and $(PAPER_TEST),$(filter blocksworld,$(DOMAIN))),instances=$(abspath $(PAPER_TEST))) $(ARGS)
 endif
 
 nl2pddl-cpu: install ## NL -> PDDL on this CPU (~1.6 h on 2 cores): data, problem generators (and weaker ones), likelihood critic, repair runs and paired tables, Blocksworld and Gripper
-	$(PY) -m plansuite.pipeline nl2pddl_cpu root=$(NL2PDDL_DIR) seed=$(SEED) $(ARGS)
+	$(PY) -m plansuite.cli.run_pipeline nl2pddl_cpu root=$(NL2PDDL_DIR) seed=$(SEED) $(ARGS)
 
 reproduce: install ## paper scale on a GPU (pretrained gpt2): every table and figure; cached, resumable
-	$(PY) -m plansuite.pipeline reproduce root=$(REPRO_DIR) seed=$(SEED) $(if $(PAPER_TEST),instances=$(abspath $(PAPER_TEST))) $(ARGS)
+	$(PY) -m plansuite.cli.run_pipeline reproduce root=$(REPRO_DIR) seed=$(SEED) $(if $(PAPER_TEST),instances=$(abspath $(PAPER_TEST))) $(ARGS)
 
 train-generator: install ## make train-generator DATA=dir OUT=dir ARGS='model.epochs=3'
 	$(BIN)/plansuite-train model=generator data_dir=$(DATA) out_dir=$(or $(OUT),$(DEMO_DIR)/generator) seed=$(SEED) ckpt_path=last $(ARGS)
@@ -109,7 +109,7 @@ report: install ## make report DIRS='outputs/demo/eval outputs/eval' OUT=dir
 
 notebook: install ## run notebooks/analysis.ipynb on RESULTS (default: DEMO_DIR) into outputs/analysis/ (figures too)
 	PLANSUITE_RESULTS=$(abspath $(or $(RESULTS),$(DEMO_DIR))) PLANSUITE_FIGURES=$(abspath outputs/analysis) \
-		$(PY) -m plansuite.report.notebook notebooks/analysis.ipynb outputs/analysis/analysis.ipynb
+		$(PY) -m plansuite.cli.run_notebook notebooks/analysis.ipynb outputs/analysis/analysis.ipynb
 
 bench: install ## benchmarks; results land in experiments/bench/
 	$(PY) -m experiments.bench

@@ -1,4 +1,5 @@
-"""``python -m plansuite.pipeline NAME [KEY=VALUE ...] [--dry-run]``: multi-stage pipelines.
+"""Multi-stage pipelines, run by ``plansuite-pipeline NAME [KEY=VALUE ...] [--dry-run]``
+(:mod:`plansuite.cli.run_pipeline`).
 
 ``make demo``, ``make smoke`` and ``make reproduce`` are pipelines: ``conf/pipeline/NAME.yaml``
 lists stages, each one run of a plansuite CLI (``module``) with Hydra overrides (``args``),
@@ -19,7 +20,6 @@ afresh instead of resuming work made from the old upstream.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -282,22 +282,6 @@ def _relay(stream, prefix: str) -> None:
         print(line if line.startswith(prefix) else prefix + line, end="", flush=True)
 
 
-def run(argv: list[str] | None = None) -> dict[str, str]:
-    parser = argparse.ArgumentParser(prog="python -m plansuite.pipeline", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("pipeline", help="a name in conf/pipeline/ (demo, smoke, reproduce) or a YAML file")
-    parser.add_argument("overrides", nargs="*", help="KEY=VALUE, e.g. root=outputs/demo2 seed=1")
-    parser.add_argument("--dry-run", action="store_true", help="print what would run; run nothing")
-    parser.add_argument("--only", nargs="+", default=None, help="run only these stages")
-    args = parser.parse_args(argv)
-    settings, stages = load_pipeline(args.pipeline, args.overrides)
-    states = run_pipeline(settings, stages, dry_run=args.dry_run, only=args.only)
-    if not args.dry_run:
-        print_comparisons(Path(settings["root"]), settings.get("compare", []))
-        write_ablation(Path(settings["root"]), settings.get("ablation", []))
-    return states
-
-
 def print_comparisons(root: Path, pairs: list[list[str]]) -> None:
     """The pipeline's claims (``compare:`` pairs of result folders), checked on their results."""
     for a, b in pairs:
@@ -317,17 +301,3 @@ def write_ablation(root: Path, steps: list[list[str]]) -> None:
             "What each change bought (paired on the same instances and seed; 95 % intervals)\n\n"
             + text + "\n")
         print(f"[ablation] {root / 'ablation.md'}\n{text}")
-
-
-def main(argv: list[str] | None = None) -> None:
-    """``run``, with a PlansuiteError shown as one ``error:`` line and exit code 1."""
-    try:
-        run(argv)
-    except PlansuiteError as exc:
-        if os.environ.get("PLANSUITE_DEBUG"):
-            raise
-        raise SystemExit(f"error: {exc}") from None
-
-
-if __name__ == "__main__":
-    main()

@@ -10,6 +10,8 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+import tomllib
+
 PACKAGE = Path(__file__).resolve().parents[1] / "plansuite"
 
 
@@ -88,6 +90,43 @@ def test_only_the_cli_imports_hydra_or_the_cli():
     assert not offenders, "library code must not import Hydra or the CLI:\n" + "\n".join(offenders)
 
 
+def runs_as_a_script(path: Path) -> bool:
+    """Whether ``path`` has an ``if __name__ == "__main__":`` block (at any depth)."""
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare):
+            sides = [node.test.left, *node.test.comparators]
+            names = {side.id for side in sides if isinstance(side, ast.Name)}
+            texts = {side.value for side in sides if isinstance(side, ast.Constant)}
+            if "__name__" in names and "__main__" in texts:
+                return True
+    return False
+
+
+def test_only_the_cli_runs_as_a_script():
+    """Every command is a module of ``plansuite.cli`` (a console script of pyproject.toml)."""
+    scripts = [name for name, path in modules().items()
+               if runs_as_a_script(path) and not name.startswith("plansuite.cli.")]
+    assert scripts == [], "move the command-line part into plansuite/cli/"
+
+
+def test_every_console_script_is_a_main_of_the_cli():
+    scripts = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"]["scripts"]
+    mods = modules()
+    for script, target in scripts.items():
+        module, _, function = target.partition(":")
+        assert module.startswith("plansuite.cli.") and module in mods, f"{script}: {target}"
+        tree = ast.parse(mods[module].read_text())
+        assert function in {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}, target
+
+
+def test_the_script_check_finds_a_main_block(tmp_path):
+    for text, found in [("if __name__ == '__main__':\n    main()\n", True),
+                        ("def f():\n    if '__main__' == __name__:\n        pass\n", True),
+                        ("if __name__ == 'plansuite':\n    pass\n", False)]:
+        (tmp_path / "m.py").write_text(text)
+        assert runs_as_a_script(tmp_path / "m.py") is found
+
+
 def test_no_import_cycles():
     assert cycles(import_graph()) == []
 
@@ -118,7 +157,8 @@ LAYERS = [
     {"nl2pddl"},  # natural language to PDDL (prints its tables with report.tables)
     {"training"},
     {"skills"},
-    {"cli", "pipeline"},
+    {"pipeline"},  # runs stages, each a CLI in a child process
+    {"cli"},
 ]
 
 # Inside ``nl2pddl``, the same rule over its sub-packages (``chat_server``, ``plansuite-serve``, on top).

@@ -20,6 +20,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import OmegaConf
 
 from plansuite.cli import CONF_DIR
+from plansuite.cli import best_params as best_params_cli
 from plansuite.data.builder import DatasetSpec, build_dataset
 from plansuite.domains import builtin_path, load_builtin
 from plansuite.domains.blocksworld import BlocksworldStates
@@ -266,10 +267,10 @@ def test_optuna_returns_the_objective_and_applies_the_argmax(dataset, tmp_path):
 def test_tuning_helper_prints_the_overrides_and_refuses_unfinished_searches(tmp_path, capsys):
     (tmp_path / "optimization_results.yaml").write_text(
         "name: optuna\nbest_params:\n  planner.temperature: 0.7\nbest_value: 0.5\n")
-    tuning.main([str(tmp_path), "D/test"])
+    best_params_cli.main([str(tmp_path), "D/test"])
     assert capsys.readouterr().out.strip() == "planner.temperature=0.7 instances=D/test"
     with pytest.raises(SystemExit, match="optimization_results.yaml: not found"):
-        tuning.main([str(tmp_path / "missing")])
+        best_params_cli.main([str(tmp_path / "missing")])
 
 
 # ---- launchers and DDP -----------------------------------------------------------------------

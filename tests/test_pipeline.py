@@ -141,7 +141,7 @@ def test_a_failing_stage_is_one_line_and_keeps_what_is_done(tmp_path):
     spec = tmp_path / "bad.yaml"
     spec.write_text(f"root: {tmp_path}\nseed: 0\nstages:\n"
                     "  - {name: e, module: plansuite.cli.eval, args: [planner=nope]}\n")
-    done = subprocess.run([sys.executable, "-m", "plansuite.pipeline", str(spec)],
+    done = subprocess.run([sys.executable, "-m", "plansuite.cli.run_pipeline", str(spec)],
                           capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1] == (
@@ -177,7 +177,7 @@ def test_bad_pipeline_files_are_one_line_errors(tmp_path, text, message):
 @pytest.mark.slow
 def test_smoke_pipeline_end_to_end(tmp_path):
     """`make smoke`: every stage, planner and the report; a re-run skips everything."""
-    cmd = [sys.executable, "-m", "plansuite.pipeline", "smoke", f"root={tmp_path}"]
+    cmd = [sys.executable, "-m", "plansuite.cli.run_pipeline", "smoke", f"root={tmp_path}"]
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=1200)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     _, stages = pipeline.load_pipeline("smoke", [f"root={tmp_path}"])
@@ -196,7 +196,7 @@ def test_smoke_pipeline_end_to_end(tmp_path):
 @pytest.mark.parametrize("domain", ["gripper"])  # logistics: the same stages (test_domain_logistics covers its data and eval)
 def test_paper_cpu_pipeline_runs_on_another_domain_at_toy_scale(tmp_path, domain):
     """`make paper-cpu DOMAIN=...`: every recipe, planner, the report and the ablation table."""
-    cmd = [sys.executable, "-m", "plansuite.pipeline", f"paper_cpu_{domain}", f"root={tmp_path}",
+    cmd = [sys.executable, "-m", "plansuite.cli.run_pipeline", f"paper_cpu_{domain}", f"root={tmp_path}",
            "dataset=tiny", "limit=4", "k=2", "logger=none", "generator_transitions=200",
            "generator_epochs=1", "verifier_steps=5", "onpolicy_prompts=24", "onpolicy_epochs=1"]
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=1200)
@@ -220,7 +220,7 @@ def test_make_lists_and_dry_runs_every_target():
         assert dry.returncode == 0, dry.stderr
     assert "$(" not in listed and "create .venv with torch (torch==" in listed  # values, not names
     dry = subprocess.run(["make", "-n", "reproduce"], capture_output=True, text=True, cwd=REPO).stdout
-    assert "-m plansuite.pipeline reproduce root=outputs/reproduce" in dry
+    assert "-m plansuite.cli.run_pipeline reproduce root=outputs/reproduce" in dry
 
 
 def test_parallel_stages_overlap_and_alone_stages_do_not(tmp_path, capfd):

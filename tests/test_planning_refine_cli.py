@@ -12,9 +12,8 @@ from hydra import compose, initialize_config_dir
 from scripted import write_toy_instances
 from test_eval_cli import evaluate_cli, fails_with, lines
 
-from plansuite.cli import CONF_DIR
+from plansuite.cli import CONF_DIR, efficiency
 from plansuite.planning import budget
-from plansuite.report import sample_efficiency
 
 REPO = Path(__file__).resolve().parents[1]
 NOISY = ["generator=synthetic", "synthetic.p_bad_action=0.2", "synthetic.p_garbage=0.05",
@@ -128,4 +127,4 @@ def test_sample_efficiency_sweep_writes_the_comparison(instances, tmp_path):
                                 "generator_verifier")
     assert again == report
     with pytest.raises(SystemExit, match="beyond the smallest run budget"):
-        sample_efficiency.main([*dirs, "--budgets", "10,50"])
+        efficiency.main([*dirs, "--budgets", "10,50"])

@@ -137,13 +137,18 @@ def tamer_available() -> bool:
     return all(importlib.util.find_spec(m) for m in ("up_tamer", "pytamer", "unified_planning"))
 
 
+# What the child process runs (only killing it bounds TAMER): the library's own entry, not a command
+# of the suite, so a ``python -c`` line rather than a ``python -m`` module under plansuite.cli.
+TAMER_CHILD = "from plansuite.pddl.planners import tamer_child; tamer_child()"
+
+
 def solve_tamer(domain_file: str | Path, problem_file: str | Path,
                 time_limit: float = 60.0) -> PlanResult:
     if not tamer_available():
         raise PlannerError("temporal planner TAMER not found (pip install up-tamer "
                            "unified-planning, or `make install`)")
     start = time.perf_counter()
-    cmd = [sys.executable, "-m", "plansuite.pddl.planners", "tamer",
+    cmd = [sys.executable, "-c", TAMER_CHILD,
            str(Path(domain_file).resolve()), str(Path(problem_file).resolve())]
     proc = run_planner(cmd, None, time_limit, "TAMER", problem_file,
                        env={**os.environ, "OMP_NUM_THREADS": "1"})
@@ -222,11 +227,13 @@ def _tamer_main(domain_file: str, problem_file: str) -> dict:
     return {"status": "error", "plan": None, "message": verdict}
 
 
-if __name__ == "__main__":
-    if len(sys.argv) != 4 or sys.argv[1] != "tamer":
-        sys.exit("usage: python -m plansuite.pddl.planners tamer DOMAIN PROBLEM")
+def tamer_child() -> None:
+    """``python -c TAMER_CHILD DOMAIN PROBLEM``: print the verdict of :func:`_tamer_main` as one
+    JSON line, a failure to read or plan included."""
+    if len(sys.argv) != 3:
+        sys.exit("usage: python -c TAMER_CHILD DOMAIN PROBLEM (plansuite.pddl.planners)")
     try:
-        answer = _tamer_main(sys.argv[2], sys.argv[3])
+        answer = _tamer_main(sys.argv[1], sys.argv[2])
     except Exception as exc:  # unified-planning raises many types; all mean "could not read/plan"
         answer = {"status": "error", "plan": None,
                   "message": f"TAMER could not read or plan: {clip(f'{type(exc).__name__}: {exc}', 200)}"}

@@ -5,12 +5,11 @@ writes ``optimization_results.yaml`` into its sweep folder.
 :class:`plansuite.cli.sweep_callbacks.EvaluateBestOnTest` (a Hydra callback of those configs) then runs ``plansuite-eval`` once more, in a fresh process, with the
 search's own command-line overrides, the best parameters, and the test instances. By hand::
 
-    python -m plansuite.planning.tuning SWEEP_DIR [TEST_INSTANCES]   # prints the overrides
+    plansuite-best-params SWEEP_DIR [TEST_INSTANCES]   # prints the overrides (plansuite.cli.best_params)
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -49,19 +48,3 @@ def best_on_test_overrides(search_overrides: Sequence[str], best: Mapping[str, A
             if override_key(o) not in dropped and not override_key(o).startswith(SEARCH_ONLY)]
     return [*kept, *(f"{k}={v}" for k, v in best.items()), f"instances={test_instances}",
             f"out_dir={out_dir}"]
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not 1 <= len(args) <= 2:
-        raise SystemExit("usage: python -m plansuite.planning.tuning SWEEP_DIR [TEST_INSTANCES]")
-    try:
-        best = best_params(args[0])
-    except ConfigError as exc:
-        raise SystemExit(f"error: {exc}") from None
-    extra = [f"instances={args[1]}"] if len(args) == 2 else []
-    print(" ".join([*(f"{k}={v}" for k, v in best.items()), *extra]))
-
-
-if __name__ == "__main__":
-    main()

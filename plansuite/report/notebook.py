@@ -1,11 +1,10 @@
-"""``python -m plansuite.report.notebook NOTEBOOK OUT`` (``make notebook``): execute a notebook
-with nbclient (the ``notebook`` extra) and write the executed copy, outputs included, to OUT.
+"""Execute a notebook with nbclient (the ``notebook`` extra) and write the executed copy, outputs
+included, to OUT (``plansuite-notebook NOTEBOOK OUT``, ``make notebook``: :mod:`plansuite.cli.run_notebook`).
 The committed notebook stays without outputs; its parameters come from the environment
 (``PLANSUITE_RESULTS``, ``PLANSUITE_FIGURES`` for ``notebooks/analysis.ipynb``)."""
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 
@@ -21,16 +20,3 @@ def execute(notebook: Path, out: Path, timeout_s: int = 600) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, out)
     return out
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m plansuite.report.notebook", description=__doc__)
-    parser.add_argument("notebook", type=Path)
-    parser.add_argument("out", type=Path, help="where the executed copy goes")
-    parser.add_argument("--timeout", type=int, default=600, help="seconds per cell")
-    args = parser.parse_args(argv)
-    print(f"[notebook] wrote {execute(args.notebook, args.out, args.timeout)}")
-
-
-if __name__ == "__main__":
-    main()
