@@ -328,34 +328,6 @@ def test_curriculum_scenes_say_what_they_count():
         assert all(f"{count(c)} ball{'s' if c > 1 else ''} in {room}" in text for c, room in zip(counts, rooms, strict=True))
 
 
-def test_count_swaps_trade_every_ball_in_training_and_never_the_held_out_even_split(tmp_path):
-    """``count_swaps``: every unequal two-room split of each size trades rooms, in training only;
-    no even split (a named spread-swap scene, held out at some size) is drawn, and nothing else of
-    the dataset changes."""
-    domain = load_builtin("gripper")
-    base = NL2PDDLSpec(**{**SMALL["gripper"], "abstract_sizes": [2, 3, 4, 5, 6]})
-    outs = {}
-    for label, s in (("base", base), ("swaps", replace(base, count_swaps=True))):
-        outs[label] = tmp_path / label
-        build_nl2pddl(s, domain, builtin_path("gripper").read_text(), outs[label], seed=1, progress=lambda _: None)
-    for split in ("val", "test"):
-        assert load_pairs(outs["base"], split) == load_pairs(outs["swaps"], split)
-    train = load_pairs(outs["swaps"], "train")
-    swaps = [p for p in train if (p.init_scene, p.goal_scene) == (scenes.COUNTS, "swap")]
-    assert {p.problem_id for p in swaps} and [p for p in train if p not in swaps] == load_pairs(outs["base"], "train")
-    for pair in swaps:
-        problem = parse_problem(pair.problem, domain)
-        before = {a[1]: a[2] for a in problem.init if a[0] == "at"}
-        after = {a[1]: a[2] for a in problem.goal_pos if a[0] == "at"}
-        assert before.keys() == after.keys() and all(before[b] != after[b] for b in before)
-        assert len(set(Counter(before.values()).values())) == 2  # unequal counts
-        if pair.style == "abstract":
-            assert "trade rooms" in pair.description or "swap the balls" in pair.description
-    assert sum(p.style == "abstract" for p in swaps) == 2 * len({p.problem_id for p in swaps})
-    with pytest.raises(ConfigError, match="count_swaps=True: a gripper curriculum.*set it to false"):
-        scenarios(replace(NL2PDDLSpec(**SMALL["blocksworld"]), count_swaps=True), load_builtin("blocksworld"), seed=0)
-
-
 def test_curriculum_sizes_add_the_named_scenes_at_those_sizes_to_training_only(tmp_path):
     """``curriculum_sizes``: the named abstract scenes at ball counts abstract_sizes lacks, in
     training only (none can be held out), and nothing else of the dataset changes."""

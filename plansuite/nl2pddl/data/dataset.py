@@ -65,8 +65,6 @@ class NL2PDDLSpec:
                                # heights (scenes.blocksworld_heights), a counting curriculum
     counts_problems: int = 0  # Gripper: training-only abstract problems of rooms holding stated
                               # numbers of balls (scenes.gripper_counts), its counting curriculum
-    count_swaps: bool = False  # Gripper: also every unequal two-room split whose balls trade rooms
-                               # (scenes.gripper_count_swaps), training-only
     curriculum_sizes: list[int] = field(default_factory=list)  # Gripper: the named abstract scenes at
                                # these ball counts too, training-only (none of abstract_sizes): a
                                # held-out size between trained ones, and "k balls per room" for more k
@@ -135,7 +133,7 @@ class CriticExample:
 def scenarios(spec: NL2PDDLSpec, domain: Domain, seed: int) -> list[scenes.Scenario]:
     rng = random.Random(f"{seed}/scenes")
     for key, home, off in (("heights_problems", "blocksworld", "0"), ("counts_problems", "gripper", "0"),
-                           ("count_swaps", "gripper", "false"), ("curriculum_sizes", "gripper", "[]")):
+                           ("curriculum_sizes", "gripper", "[]")):
         if getattr(spec, key) and spec.domain != home:
             raise ConfigError(f"dataset.{key}={getattr(spec, key)}: a {home} curriculum "
                               f"(dataset.domain={spec.domain!r}); set it to {off}")
@@ -165,8 +163,6 @@ def scenarios(spec: NL2PDDLSpec, domain: Domain, seed: int) -> list[scenes.Scena
                 for _ in range(spec.random_problems)]
         out += scenes.gripper_counts(domain, list(spec.abstract_sizes), list(spec.rooms), spec.counts_problems,
                                      random.Random(f"{seed}/scenes/counts"))
-        if spec.count_swaps:
-            out += scenes.gripper_count_swaps(domain, list(spec.abstract_sizes), random.Random(f"{seed}/scenes/swaps"))
         if spec.curriculum_sizes:
             out += [dataclasses.replace(s, curriculum=True) for s in scenes.gripper_abstract(
                 domain, list(spec.curriculum_sizes), list(spec.rooms), random.Random(f"{seed}/scenes/sizes"))]

@@ -405,36 +405,6 @@ def gripper_counts(domain: Domain, sizes: list[int], room_counts: list[int], cou
     return out
 
 
-def gripper_count_swaps(domain: Domain, sizes: list[int], rng: random.Random) -> list[Scenario]:
-    """Two rooms holding unequal stated numbers of balls that trade rooms ("two balls in rooma
-    and four in roomb; the balls in rooma and those in roomb trade rooms"), every split of each
-    size: a training-only curriculum beside :func:`gripper_counts`. The named ``spread-swap``
-    scenes show a swap only for the even split of a few sizes, and a size held out for testing is
-    one no training problem swaps: these show swaps of that size too, never of its even split
-    (the held-out scene itself).
-
-    >>> from plansuite.domains import load_builtin
-    >>> swaps = gripper_count_swaps(load_builtin("gripper"), [3, 4], random.Random(0))
-    >>> [s.params["counts"] for s in swaps]
-    [[1, 2], [2, 1], [1, 3], [3, 1]]
-    >>> sorted(a for a in swaps[0].problem.goal_pos if a[0] == "at")
-    [('at', 'ball1', 'roomb'), ('at', 'ball2', 'rooma'), ('at', 'ball3', 'rooma')]
-    """
-    out: list[Scenario] = []
-    grippers, rooms = GRIPPER_NAMES["sides"](), ROOM_NAMES["letters"](2)
-    for n in sorted(set(sizes)):
-        for first in range(1, n):
-            counts = [first, n - first]
-            if counts[0] == counts[1]:
-                continue
-            balls = BALL_NAMES["numbered"](n)
-            counted = _consecutive(balls, rooms, counts)
-            out.append(_numbered_scene(domain, COUNTS, "swap", _gripper_state(rooms[0], counted, grippers),
-                                       _traded(counted, rooms), balls, rooms, {"n": n, "rooms": 2, "counts": counts},
-                                       rng))
-    return out
-
-
 def gripper_random(domain: Domain, rng: random.Random, min_balls: int, max_balls: int,
                    room_counts: list[int]) -> Scenario:
     n, r = rng.randint(min_balls, max_balls), rng.choice(room_counts)
