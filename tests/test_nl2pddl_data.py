@@ -328,32 +328,6 @@ def test_curriculum_scenes_say_what_they_count():
         assert all(f"{count(c)} ball{'s' if c > 1 else ''} in {room}" in text for c, room in zip(counts, rooms, strict=True))
 
 
-def test_curriculum_sizes_add_the_named_scenes_at_those_sizes_to_training_only(tmp_path):
-    """``curriculum_sizes``: the named abstract scenes at ball counts abstract_sizes lacks, in
-    training only (none can be held out), and nothing else of the dataset changes."""
-    domain = load_builtin("gripper")
-    base = NL2PDDLSpec(**{**SMALL["gripper"], "abstract_sizes": [2, 3, 4, 5, 6]})
-    outs = {}
-    for label, s in (("base", base), ("sizes", replace(base, curriculum_sizes=[8, 9]))):
-        outs[label] = tmp_path / label
-        build_nl2pddl(s, domain, builtin_path("gripper").read_text(), outs[label], seed=1, progress=lambda _: None)
-    for split in ("val", "test"):
-        assert load_pairs(outs["base"], split) == load_pairs(outs["sizes"], split)
-    train = load_pairs(outs["sizes"], "train")
-    added = [p for p in train if p not in load_pairs(outs["base"], "train")]
-    assert [p for p in train if p not in added] == load_pairs(outs["base"], "train")
-    shapes = {(p.init_scene, p.goal_scene, len([a for a in parse_problem(p.problem, domain).init if a[0] == "at"]))
-              for p in added if p.init_scene != "carrying"}
-    assert ("spread", "swap", 8) in shapes and ("spread", "gather", 9) in shapes  # 4 + 4; 3 + 3 + 3
-    assert {n for *_, n in shapes} == {8, 9}
-    gathers = [p.description for p in added if p.style == "abstract" and (p.init_scene, p.goal_scene) == ("spread", "gather")]
-    assert any("nine balls" in d and "three balls" in d for d in gathers)
-    with pytest.raises(ConfigError, match=r"curriculum_sizes=\[6, 8\]: sizes of training-only scenes, none of"):
-        scenarios(replace(base, curriculum_sizes=[6, 8]), domain, seed=0)
-    with pytest.raises(ConfigError, match="curriculum_sizes=.*a gripper curriculum"):
-        scenarios(replace(NL2PDDLSpec(**SMALL["blocksworld"]), curriculum_sizes=[9]), load_builtin("blocksworld"), seed=0)
-
-
 @pytest.mark.parametrize("name", sorted(SMALL))
 def test_renamed_abstract_targets_are_the_same_problems_in_training_only(tmp_path, name):
     """``renamed_abstract``: training abstract targets with the objects the description does not

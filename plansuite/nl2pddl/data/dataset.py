@@ -65,9 +65,6 @@ class NL2PDDLSpec:
                                # heights (scenes.blocksworld_heights), a counting curriculum
     counts_problems: int = 0  # Gripper: training-only abstract problems of rooms holding stated
                               # numbers of balls (scenes.gripper_counts), its counting curriculum
-    curriculum_sizes: list[int] = field(default_factory=list)  # Gripper: the named abstract scenes at
-                               # these ball counts too, training-only (none of abstract_sizes): a
-                               # held-out size between trained ones, and "k balls per room" for more k
     curriculum_per_problem: int = 2  # abstract descriptions of each curriculum problem
     renamed_abstract: float = 0.0  # share of the training split's abstract pairs whose target has the
                                    # objects the description does not name renamed at random within
@@ -132,14 +129,10 @@ class CriticExample:
 # ---- building ---------------------------------------------------------------------------------
 def scenarios(spec: NL2PDDLSpec, domain: Domain, seed: int) -> list[scenes.Scenario]:
     rng = random.Random(f"{seed}/scenes")
-    for key, home, off in (("heights_problems", "blocksworld", "0"), ("counts_problems", "gripper", "0"),
-                           ("curriculum_sizes", "gripper", "[]")):
+    for key, home in (("heights_problems", "blocksworld"), ("counts_problems", "gripper")):
         if getattr(spec, key) and spec.domain != home:
             raise ConfigError(f"dataset.{key}={getattr(spec, key)}: a {home} curriculum "
-                              f"(dataset.domain={spec.domain!r}); set it to {off}")
-    if set(spec.curriculum_sizes) & set(spec.abstract_sizes):
-        raise ConfigError(f"dataset.curriculum_sizes={list(spec.curriculum_sizes)}: sizes of training-only scenes, "
-                          f"none of dataset.abstract_sizes={list(spec.abstract_sizes)} (those may be held out)")
+                              f"(dataset.domain={spec.domain!r}); set it to 0")
     if not 0 <= spec.renamed_abstract <= 1:
         raise ConfigError(f"dataset.renamed_abstract={spec.renamed_abstract}: a share, in [0, 1]")
     if spec.renamed_abstract and domain.level != "classical":  # fluents name objects too
@@ -163,9 +156,6 @@ def scenarios(spec: NL2PDDLSpec, domain: Domain, seed: int) -> list[scenes.Scena
                 for _ in range(spec.random_problems)]
         out += scenes.gripper_counts(domain, list(spec.abstract_sizes), list(spec.rooms), spec.counts_problems,
                                      random.Random(f"{seed}/scenes/counts"))
-        if spec.curriculum_sizes:
-            out += [dataclasses.replace(s, curriculum=True) for s in scenes.gripper_abstract(
-                domain, list(spec.curriculum_sizes), list(spec.rooms), random.Random(f"{seed}/scenes/sizes"))]
     elif spec.domain in scenes21.DOMAINS21:  # rooms: the places on the line (roads, corridors)
         out = scenes21.scenarios21(spec.domain, spec.random_problems, list(spec.abstract_sizes),
                                    list(spec.rooms), spec.min_objects, spec.max_objects, rng)

@@ -41,7 +41,6 @@ class Scenario:
     goal_scene: str
     names: dict[str, str]  # naming scheme per kind of object, e.g. {"block": "colors"}
     params: dict = field(default_factory=dict)  # counts the abstract wording needs (n, k, h, ...)
-    curriculum: bool = False  # a named scene at a size only a training curriculum holds
 
     @property
     def abstract(self) -> bool:
@@ -49,9 +48,9 @@ class Scenario:
 
     @property
     def training_only(self) -> bool:
-        """A scene of a training curriculum (:func:`blocksworld_heights`, :func:`gripper_counts`,
-        named scenes at curriculum sizes), never held out."""
-        return self.curriculum or bool({self.init_scene, self.goal_scene} & CURRICULUM_SCENES)
+        """A scene of a training curriculum (:func:`blocksworld_heights`, :func:`gripper_counts`),
+        never held out."""
+        return bool({self.init_scene, self.goal_scene} & CURRICULUM_SCENES)
 
 
 # ---- Blocksworld ------------------------------------------------------------------------------
