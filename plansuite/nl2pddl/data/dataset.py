@@ -66,9 +66,6 @@ class NL2PDDLSpec:
     counts_problems: int = 0  # Gripper: training-only abstract problems of rooms holding stated
                               # numbers of balls (scenes.gripper_counts), its counting curriculum
     curriculum_per_problem: int = 2  # abstract descriptions of each curriculum problem
-    renamed_abstract: float = 0.0  # share of the training split's abstract pairs whose target has the
-                                   # objects the description does not name renamed at random within
-                                   # their type (renamed_target); validation and test pairs never
     scene_names: bool = False  # abstract pairs: the objects the description leaves unnamed named by
                                # their place in the scene (scenes.scene_names: t2b4, rooma-ball3),
                                # reference and target alike; explicit pairs keep the scene's names
@@ -133,14 +130,6 @@ def scenarios(spec: NL2PDDLSpec, domain: Domain, seed: int) -> list[scenes.Scena
         if getattr(spec, key) and spec.domain != home:
             raise ConfigError(f"dataset.{key}={getattr(spec, key)}: a {home} curriculum "
                               f"(dataset.domain={spec.domain!r}); set it to 0")
-    if not 0 <= spec.renamed_abstract <= 1:
-        raise ConfigError(f"dataset.renamed_abstract={spec.renamed_abstract}: a share, in [0, 1]")
-    if spec.renamed_abstract and domain.level != "classical":  # fluents name objects too
-        raise ConfigError(f"dataset.renamed_abstract={spec.renamed_abstract}: STRIPS domains only "
-                          f"({spec.domain} is {domain.level}); set it to 0")
-    if spec.scene_names and spec.renamed_abstract:
-        raise ConfigError(f"dataset.renamed_abstract={spec.renamed_abstract} with dataset.scene_names=true: "
-                          "both name the unnamed objects of abstract targets; set one of them off")
     if spec.scene_names and domain.level != "classical":
         raise ConfigError(f"dataset.scene_names=true: STRIPS domains only ({spec.domain} is {domain.level})")
     if spec.domain == "blocksworld":
@@ -310,13 +299,7 @@ def _build_into(tmp: Path, spec: NL2PDDLSpec, domain: Domain, domain_text: str, 
                     reference = problem_to_pddl(named_scenario.problem, domain)
                 else:
                     named_scenario, reference = scenario, problem_to_pddl(scenario.problem, domain)
-                rename = (random.Random(f"{seed}/rename/{pid}/{k}")  # its own stream: other pairs unchanged
-                          if spec.renamed_abstract and style == "abstract" and split == "train" else None)
-                if rename and rename.random() < spec.renamed_abstract:
-                    target = renamed_target(spec, scenario, description, domain, rename)
-                    counts[split]["pairs_abstract_renamed"] += 1
-                else:
-                    target = _target(spec, named_scenario, style, description, reference, domain)
+                target = _target(spec, named_scenario, style, description, reference, domain)
                 pair = Pair(f"{pid}-{style[0]}{k}", pid, group, style, scenario.init_scene,
                             scenario.goal_scene, description, reference, target)
                 pair_files[split].write(_dumps({**asdict(pair), "names": scenario.names}))
@@ -365,29 +348,6 @@ def named_by_place(scenario: scenes.Scenario, description: str) -> scenes.Scenar
     scene (:func:`~plansuite.nl2pddl.data.scenes.scene_names`): the same problem up to renaming."""
     mapping = scenes.scene_names(scenario, named(description, scenario.problem.objects))
     return dataclasses.replace(scenario, problem=rename_problem(scenario.problem, mapping)) if mapping else scenario
-
-
-def renamed_target(spec: NL2PDDLSpec, scenario: scenes.Scenario, description: str, domain: Domain,
-                   rng: random.Random) -> str:
-    """The target of an abstract ``description`` of ``scenario`` with the objects it does not name
-    permuted at random within their type, the atoms then in the target's usual order.
-
-    An abstract description leaves those names free ("six balls ... trade rooms" says nothing of
-    which ball is where), and every renaming is the same problem up to renaming, which is what
-    semantic equivalence judges. Trained only on the scenes' own numbering (ball1-ball3 in rooma),
-    a generator learns a swap's goal as the index pattern of a trained split; renamed, the goal of
-    ball7 is only to be found at ball7's ``:init`` fact.
-    """
-    stated = named(description, scenario.problem.objects)
-    by_type: dict[str, list[str]] = {}
-    for name, typ in scenario.problem.objects.items():
-        if name not in stated:
-            by_type.setdefault(typ, []).append(name)
-    mapping: dict[str, str] = {}
-    for names in by_type.values():
-        mapping.update(zip(names, rng.sample(names, len(names)), strict=True))
-    renamed = dataclasses.replace(scenario, problem=rename_problem(scenario.problem, mapping))
-    return _target(spec, renamed, "abstract", description, problem_to_pddl(renamed.problem, domain), domain)
 
 
 def reorder_atoms(text: str, order: dict[str, list[Atom]]) -> str:
