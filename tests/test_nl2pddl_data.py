@@ -34,7 +34,6 @@ from plansuite.nl2pddl.data.describe import (
     explicit_clauses,
     listing,
     mention,
-    named,
 )
 from plansuite.nl2pddl.judging.equivalence import semantic
 from plansuite.nl2pddl.judging.worlds import world_for
@@ -326,54 +325,6 @@ def test_curriculum_scenes_say_what_they_count():
         assert [sum(("at", f"ball{i}", room) in spread for i in range(1, n + 1)) for room in rooms] == counts
         text = describe(s, "abstract", random.Random(0))
         assert all(f"{count(c)} ball{'s' if c > 1 else ''} in {room}" in text for c, room in zip(counts, rooms, strict=True))
-
-
-@pytest.mark.parametrize("name", sorted(SMALL))
-def test_scene_names_rename_abstract_pairs_only_and_keep_the_problem(tmp_path, name):
-    """``scene_names``: an abstract pair's reference and target name the objects its description
-    leaves unnamed by their place in the scene, the same problem up to renaming; the names the
-    description gives stay, and explicit pairs are unchanged."""
-    domain = load_builtin(name)
-    base = NL2PDDLSpec(**SMALL[name])
-    outs = {}
-    for label, s in (("base", base), ("places", replace(base, scene_names=True))):
-        outs[label] = tmp_path / label
-        build_nl2pddl(s, domain, builtin_path(name).read_text(), outs[label], seed=1, progress=lambda _: None)
-    placed = 0
-    for split in ("train", "val", "test"):
-        before, after = load_pairs(outs["base"], split), load_pairs(outs["places"], split)
-        assert [p.id for p in before] == [p.id for p in after]
-        for old, new in zip(before, after, strict=True):
-            if old.style == "explicit":
-                assert new == old
-                continue
-            ref, got = parse_problem(old.problem, domain), parse_problem(new.problem, domain)
-            assert semantic(ref, got, domain).equivalent is True
-            assert semantic(got, parse_problem(new.target, domain), domain).equivalent is True
-            stated = named(new.description, ref.objects)
-            assert stated <= set(got.objects)
-            placed += bool(set(got.objects) - set(ref.objects))
-    assert placed > 0
-
-
-def test_scene_names_follow_the_towers_and_the_rooms():
-    """Blocks by tower and height, from the initial state, or the goal where the blocks start on
-    the table; balls by the room (or gripper) they start in; a scene without places keeps its
-    names."""
-    bw = {(s.init_scene, s.goal_scene): s for s in
-          scenes.blocksworld_abstract(load_builtin("blocksworld"), [6], random.Random(0))
-          if s.params.get("towers", 2) == 2}
-    assert scenes.scene_names(bw["towers", "on_table"]) == {
-        "b1": "t1b1", "b2": "t1b2", "b3": "t1b3", "b4": "t2b1", "b5": "t2b2", "b6": "t2b3"}
-    assert scenes.scene_names(bw["on_table", "staircase"])["b6"] == "t3b3"
-    assert scenes.scene_names(bw["holding", "on_table"]) == {}
-    gr = {(s.init_scene, s.goal_scene): s for s in
-          scenes.gripper_abstract(load_builtin("gripper"), [4], [2], random.Random(0))}
-    carrying = scenes.scene_names(gr["carrying", "other_room"])
-    assert carrying == {"ball1": "left-ball1", "ball2": "right-ball1", "ball3": "rooma-ball1", "ball4": "rooma-ball2"}
-    assert sorted(scenes.scene_names(gr["one_room", "spread"]).values()) == [
-        "rooma-ball1", "rooma-ball2", "roomb-ball1", "roomb-ball2"]  # from the goal: all start in rooma
-    assert scenes.scene_names(gr["one_room", "other_room"]) == {}  # one room, then the other
 
 
 def test_the_same_dataset_in_every_process(tmp_path):

@@ -22,7 +22,6 @@ under different names. Abstract and random problems are split separately, so eve
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import random
@@ -38,12 +37,12 @@ from plansuite.errors import ConfigError
 from plansuite.jsonl import iter_jsonl
 from plansuite.nl2pddl.data import corrupt as corruptions
 from plansuite.nl2pddl.data import scenes, scenes21
-from plansuite.nl2pddl.data.describe import describe, described_order, named
+from plansuite.nl2pddl.data.describe import describe, described_order
 from plansuite.nl2pddl.judging.critic import critic_input
 from plansuite.nl2pddl.judging.equivalence import semantic_sections
 from plansuite.nl2pddl.judging.graphs import graph_key, problem_graph
 from plansuite.nl2pddl.judging.worlds import world_for
-from plansuite.pddl.model import Atom, Domain, atom_text, problem_to_pddl, rename_problem
+from plansuite.pddl.model import Atom, Domain, atom_text, problem_to_pddl
 
 SCHEMA_VERSION = 1
 SPLITS = ("train", "val", "test")
@@ -66,9 +65,6 @@ class NL2PDDLSpec:
     counts_problems: int = 0  # Gripper: training-only abstract problems of rooms holding stated
                               # numbers of balls (scenes.gripper_counts), its counting curriculum
     curriculum_per_problem: int = 2  # abstract descriptions of each curriculum problem
-    scene_names: bool = False  # abstract pairs: the objects the description leaves unnamed named by
-                               # their place in the scene (scenes.scene_names: t2b4, rooma-ball3),
-                               # reference and target alike; explicit pairs keep the scene's names
     fractions: dict[str, float] = field(default_factory=lambda: {"train": 0.8, "val": 0.1, "test": 0.1})
     critic_positives: int = 1  # matching examples per pair (shuffled / equivalent rewrites)
     critic_negatives: int = 1  # corruptions per pair and mismatch kind
@@ -130,8 +126,6 @@ def scenarios(spec: NL2PDDLSpec, domain: Domain, seed: int) -> list[scenes.Scena
         if getattr(spec, key) and spec.domain != home:
             raise ConfigError(f"dataset.{key}={getattr(spec, key)}: a {home} curriculum "
                               f"(dataset.domain={spec.domain!r}); set it to 0")
-    if spec.scene_names and domain.level != "classical":
-        raise ConfigError(f"dataset.scene_names=true: STRIPS domains only ({spec.domain} is {domain.level})")
     if spec.domain == "blocksworld":
         out = scenes.blocksworld_abstract(domain, list(spec.abstract_sizes), rng)
         out += [scenes.blocksworld_random(domain, rng, spec.min_objects, spec.max_objects)
@@ -294,17 +288,13 @@ def _build_into(tmp: Path, spec: NL2PDDLSpec, domain: Domain, domain_text: str, 
                                       if scenario.training_only else spec.abstract_per_problem)
             for k, style in enumerate(styles):
                 description = _describe(domain)(scenario, style, rng)
-                if spec.scene_names and style == "abstract":
-                    named_scenario = named_by_place(scenario, description)
-                    reference = problem_to_pddl(named_scenario.problem, domain)
-                else:
-                    named_scenario, reference = scenario, problem_to_pddl(scenario.problem, domain)
-                target = _target(spec, named_scenario, style, description, reference, domain)
+                reference = problem_to_pddl(scenario.problem, domain)
+                target = _target(spec, scenario, style, description, reference, domain)
                 pair = Pair(f"{pid}-{style[0]}{k}", pid, group, style, scenario.init_scene,
                             scenario.goal_scene, description, reference, target)
                 pair_files[split].write(_dumps({**asdict(pair), "names": scenario.names}))
                 counts[split][f"pairs_{style}"] += 1
-                for row in _critic_rows(pair, named_scenario, domain, spec, rng):
+                for row in _critic_rows(pair, scenario, domain, spec, rng):
                     critic_files[split].write(_dumps(row))
                     counts[split][f"critic_{row['label']}"] += 1
             counts[split]["problems"] += 1
@@ -341,13 +331,6 @@ def _target(spec: NL2PDDLSpec, scenario: scenes.Scenario, style: str, descriptio
     order = (described_order(scenario, description) if style == "explicit"
              else scenes.scene_order(scenario))
     return reference if order is None else reorder_atoms(reference, order)
-
-
-def named_by_place(scenario: scenes.Scenario, description: str) -> scenes.Scenario:
-    """``scenario`` with the objects ``description`` does not name renamed by their place in the
-    scene (:func:`~plansuite.nl2pddl.data.scenes.scene_names`): the same problem up to renaming."""
-    mapping = scenes.scene_names(scenario, named(description, scenario.problem.objects))
-    return dataclasses.replace(scenario, problem=rename_problem(scenario.problem, mapping)) if mapping else scenario
 
 
 def reorder_atoms(text: str, order: dict[str, list[Atom]]) -> str:

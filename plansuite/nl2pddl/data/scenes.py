@@ -205,69 +205,6 @@ def scene_order(scenario: Scenario) -> dict[str, list[Atom]] | None:
             "goal": tower_order(scenario.problem.goal_pos, blocks)}
 
 
-def _towers(atoms: frozenset[Atom], blocks: list[str]) -> list[list[str]]:
-    """The towers of a Blocksworld state, each bottom up, in the order of their bottom blocks in
-    ``blocks`` (a block in the hand is no tower).
-
-    >>> _towers(state_atoms([["b3", "b1"], ["b2"]], None), ["b1", "b2", "b3"])
-    [['b2'], ['b3', 'b1']]
-    """
-    above = {a[2]: a[1] for a in atoms if a[0] == "on"}
-    out = []
-    for bottom in blocks:
-        if ("on-table", bottom) in atoms:
-            tower = [bottom]
-            while tower[-1] in above and above[tower[-1]] not in tower:
-                tower.append(above[tower[-1]])
-            out.append(tower)
-    return out
-
-
-def scene_names(scenario: Scenario, stated: frozenset[str] = frozenset()) -> dict[str, str]:
-    """Object -> its name by its place in the scene, for the objects an abstract description
-    leaves unnamed (not in ``stated``): Blocksworld's blocks as ``t<tower>b<height>`` (bottom up),
-    Gripper's balls as ``<room or gripper>-ball<k>``. The places are read from the initial state,
-    or from the goal where the initial state has none (blocks all on the table, balls all in one
-    room); a scene with places in neither keeps its names.
-
-    Semantic equivalence ignores names, so these are the same problems. What they buy a small
-    generator: with balls or blocks numbered through the scene, closing a tower of four after its
-    fourth block means counting back to where the tower began, and a held-out scene (two towers
-    of four, three balls per room) is a count it never wrote. Named by place, each fact depends
-    on the line before it and the stated number ("t2b4" is the fourth block of tower 2: four
-    blocks high, so clear), and a swap's goal sends each ``rooma-`` ball to roomb.
-
-    >>> from plansuite.domains import load_builtin
-    >>> s = blocksworld_abstract(load_builtin("blocksworld"), [4], random.Random(0))
-    >>> towers = next(x for x in s if x.goal_scene == "towers")
-    >>> scene_names(towers)
-    {'b1': 't1b1', 'b2': 't1b2', 'b3': 't2b1', 'b4': 't2b2'}
-    >>> swap = next(x for x in gripper_abstract(load_builtin("gripper"), [4], [2], random.Random(0))
-    ...             if x.goal_scene == "swap")
-    >>> scene_names(swap, frozenset({"rooma", "roomb"}))["ball3"]
-    'roomb-ball1'
-    """
-    p = scenario.problem
-    if "block" in scenario.names:
-        for atoms in (p.init, p.goal_pos):
-            if any(a[0] == "on" for a in atoms):
-                return {block: f"t{t}b{h}" for t, tower in enumerate(_towers(atoms, list(p.objects)), 1)
-                        for h, block in enumerate(tower, 1) if block not in stated}
-        return {}
-    if "ball" in scenario.names:
-        for atoms in (p.init, p.goal_pos):
-            where = {a[1]: a[2] for a in atoms if a[0] in ("at", "carry")}
-            if len(set(where.values())) > 1:
-                groups: dict[str, list[str]] = {}
-                for ball in p.objects:
-                    if ball in where:
-                        groups.setdefault(where[ball], []).append(ball)
-                return {ball: f"{place}-ball{k}" for place, balls in groups.items()
-                        for k, ball in enumerate(balls, 1) if ball not in stated}
-        return {}
-    return {}
-
-
 def blocksworld_random(domain: Domain, rng: random.Random, min_blocks: int, max_blocks: int) -> Scenario:
     """A uniform initial state (maybe holding a block); the goal from another uniform state.
 
