@@ -143,17 +143,14 @@ RUN_SETTINGS = "run_settings.json"  # in out_dir: what its checkpoints were trai
 # Trainer keys that change how a run reports, not what it learns: a resume may change them.
 REPORTING_KEYS = ("enable_progress_bar", "log_every_n_steps", "enable_model_summary",
                   "num_sanity_val_steps", "default_root_dir")
-# Model keys that change how a step is computed, not its loss or gradient: likewise.
-COMPUTE_KEYS = ("length_splits",)
 
 
 def result_settings(spec: TrainSpec) -> dict:
     """The settings that decide the trained weights: dataset, model, trainer, seed (not logging,
     progress, checkpoint cadence or data-loader workers)."""
     trainer = {k: v for k, v in spec.trainer.items() if k not in REPORTING_KEYS}
-    model = {k: v for k, v in dataclasses.asdict(spec.model).items() if k not in COMPUTE_KEYS}
     return json.loads(json.dumps({"data_dir": str(spec.data_dir.resolve()), "seed": spec.seed,
-                                  "model": model, "trainer": trainer},
+                                  "model": dataclasses.asdict(spec.model), "trainer": trainer},
                                  default=str))
 
 

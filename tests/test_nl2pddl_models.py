@@ -578,62 +578,10 @@ def test_completion_loss_over_a_fixed_token_count_weighs_every_token_alike():
     assert float(fixed) == pytest.approx(float(mean) * labelled / 40.0, rel=1e-5)
 
 
-def test_completion_loss_in_length_runs_is_the_whole_batchs_loss_and_gradient():
-    """``length_splits``: the batch computed as runs of rows of similar length, each cut to its own
-    longest row, gives the loss and gradients of the whole padded batch, with ``tokens`` too."""
-    import torch
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    from plansuite.nl2pddl.models.problem_generator_module import completion_loss
-
-    torch.manual_seed(0)
-    model = GPT2LMHeadModel(GPT2Config(vocab_size=50, n_positions=64, n_embd=32, n_layer=2, n_head=2,
-                                       resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0))
-    lengths = [40, 12, 15, 38, 9, 14]
-    ids = torch.randint(1, 50, (len(lengths), max(lengths)))
-    mask = torch.zeros_like(ids)
-    for row, n in enumerate(lengths):
-        mask[row, :n] = 1  # right padding, as collate_causal pads
-    labels = ids.masked_fill(mask == 0, -100)
-    labels[:, :5] = -100  # the prompt
-
-    def loss_and_grads(**kwargs):
-        model.zero_grad()
-        loss = completion_loss(model, ids, mask, labels, **kwargs)
-        loss.backward()
-        return float(loss), [p.grad.clone() for p in model.parameters()]
-
-    for tokens in (None, 100.0):
-        whole, whole_grads = loss_and_grads(tokens=tokens)
-        for splits in (2, 3, 6):
-            split, split_grads = loss_and_grads(tokens=tokens, length_splits=splits)
-            assert split == pytest.approx(whole, rel=1e-5)
-            for a, b in zip(whole_grads, split_grads, strict=True):
-                assert torch.allclose(a, b, atol=1e-6)
-
-
-def test_length_runs_compute_fewer_positions_than_the_padded_batch():
-    from plansuite.nl2pddl.models.problem_generator_module import length_runs
-
-    lengths = [500, 100, 120, 110, 480, 90, 100, 105]
-    for parts in (1, 2, 3, 8):
-        runs = length_runs(lengths, parts)
-        assert sorted(i for run in runs for i in run) == list(range(8))  # every row once
-        assert 1 <= len(runs) <= parts
-        computed = sum(len(run) * max(lengths[i] for i in run) for run in runs)
-        assert computed <= len(lengths) * max(lengths)
-    assert length_runs(lengths, 8) == [[5], [1, 6], [7], [3], [2], [4], [0]]  # equal rows share a run
-    assert length_runs([7, 7, 7], 3) == [[0, 1, 2]]
-
-
 def test_loss_norm_dataset_trains_on_length_grouped_batches_and_bad_values_are_refused(data, tmp_path, capsys):
     results = train("problem_generator", data, tmp_path / "ok", "trainer.max_steps=3", "model.val_greedy=1",
-                    "model.max_new_tokens=16", "model.group_by_length=4", "model.loss_norm=dataset",
-                    "model.length_splits=2")
+                    "model.max_new_tokens=16", "model.group_by_length=4", "model.loss_norm=dataset")
     assert results["global_step"] == 3
     with pytest.raises(SystemExit):
         train("problem_generator", data, tmp_path / "bad", "trainer.max_steps=1", "model.loss_norm=tokens")
     assert "model.loss_norm=tokens: choose one of batch, dataset" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        train("problem_generator", data, tmp_path / "bad", "trainer.max_steps=1", "model.length_splits=0")
-    assert "model.length_splits=0: must be >= 1" in capsys.readouterr().err
