@@ -556,32 +556,7 @@ def test_completion_loss_is_the_models_own_loss_and_gradient():
         assert torch.allclose(ours_grad, p.grad, atol=1e-6)
 
 
-def test_completion_loss_over_a_fixed_token_count_weighs_every_token_alike():
-    """``tokens`` set: the summed loss over a fixed count, so two batches' tokens weigh the same
-    whatever each batch's own token count (the mean gives a short batch's tokens more weight)."""
-    import torch
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    from plansuite.nl2pddl.models.problem_generator_module import completion_loss
-
-    torch.manual_seed(0)
-    model = GPT2LMHeadModel(GPT2Config(vocab_size=50, n_positions=64, n_embd=32, n_layer=1, n_head=2))
-    model.eval()
-    ids = torch.randint(1, 50, (2, 20))
-    mask = torch.ones_like(ids)
-    labels = ids.clone()
-    labels[:, :8] = -100
-    labels[1, 8:] = -100  # the second pair's completion is not read: half as many tokens
-    labelled = int((labels[:, 1:] != -100).sum())
-    mean = completion_loss(model, ids, mask, labels)
-    fixed = completion_loss(model, ids, mask, labels, tokens=40.0)
-    assert float(fixed) == pytest.approx(float(mean) * labelled / 40.0, rel=1e-5)
-
-
-def test_loss_norm_dataset_trains_on_length_grouped_batches_and_bad_values_are_refused(data, tmp_path, capsys):
+def test_the_generator_trains_on_length_grouped_batches(data, tmp_path):
     results = train("problem_generator", data, tmp_path / "ok", "trainer.max_steps=3", "model.val_greedy=1",
-                    "model.max_new_tokens=16", "model.group_by_length=4", "model.loss_norm=dataset")
+                    "model.max_new_tokens=16", "model.group_by_length=4")
     assert results["global_step"] == 3
-    with pytest.raises(SystemExit):
-        train("problem_generator", data, tmp_path / "bad", "trainer.max_steps=1", "model.loss_norm=tokens")
-    assert "model.loss_norm=tokens: choose one of batch, dataset" in capsys.readouterr().err

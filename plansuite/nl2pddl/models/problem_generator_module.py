@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 import torch
 from torchmetrics import MeanMetric
 
-from plansuite.errors import ConfigError
 from plansuite.models.backbone import BackboneConfig
 from plansuite.models.factories import make_model, optim_defaults
 from plansuite.models.generator import GeneratorModule
@@ -31,9 +30,6 @@ from plansuite.nl2pddl.judging.equivalence import compare
 from plansuite.pddl.parse import parse_problem
 
 VAL_FLAGS = ("parse", "structural", "semantic")
-
-
-LOSS_NORMS = ("batch", "dataset")
 
 
 def text_backbone() -> BackboneConfig:
@@ -60,46 +56,30 @@ class ProblemGeneratorConfig:
     # > 1: training batches of pairs of similar length (sorted within chunks of this many
     # batches; less padding, same pairs per epoch); 0: random batches
     group_by_length: int = 0
-    # the training loss's divisor: "batch" (its own labelled tokens: the mean, as Hugging Face) or
-    # "dataset" (batch_size x the training pairs' mean labelled tokens: each token weighs the same
-    # in every batch, which length-grouped batches need)
-    loss_norm: str = "batch"
     monitor: Monitor = field(default_factory=Monitor)
 
 
 def completion_loss(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                    labels: torch.Tensor, tokens: float | None = None) -> torch.Tensor:
+                    labels: torch.Tensor) -> torch.Tensor:
     """The causal LM's mean cross-entropy over the labelled (completion) tokens -- the loss
     ``model(..., labels=labels).loss`` computes -- with the output layer applied to those
     positions only. The description is about half of a pair's tokens, and a GPT-2 computes
     vocabulary logits for every position: a fifth of a tiny model's forward pass spent on
-    predictions no loss reads.
-
-    ``tokens`` set: the summed cross-entropy divided by this fixed count instead of by the batch's
-    own token count, so that every token weighs the same in every batch. A mean over the batch
-    gives each token of a batch of short pairs more weight than one of a batch of long pairs:
-    harmless when batches are random, a bias when they are grouped by length."""
+    predictions no loss reads."""
     hidden = model.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
     targets = labels[:, 1:]  # position i predicts token i + 1
     read = targets != -100
     logits = model.get_output_embeddings()(hidden[:, :-1][read])
-    if tokens is None:
-        return torch.nn.functional.cross_entropy(logits.float(), targets[read])
-    return torch.nn.functional.cross_entropy(logits.float(), targets[read], reduction="sum") / tokens
+    return torch.nn.functional.cross_entropy(logits.float(), targets[read])
 
 
 class ProblemGeneratorModule(GeneratorModule):
-    """``tokens_per_batch`` set: the training loss is the batch's summed token cross-entropy over
-    this fixed count (:func:`completion_loss`); validation loss stays a mean, comparable across runs."""
-
-    def __init__(self, *args, tokens_per_batch: float | None = None, **kwargs):
+    def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.val_greedy = torch.nn.ModuleDict({flag: MeanMetric() for flag in VAL_FLAGS})
-        self.tokens_per_batch = tokens_per_batch
 
     def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
-        loss = completion_loss(self.model, batch["input_ids"], batch["attention_mask"], batch["labels"],
-                               self.tokens_per_batch)
+        loss = completion_loss(self.model, batch["input_ids"], batch["attention_mask"], batch["labels"])
         self.log("train/loss", loss, prog_bar=True)
         return loss
 
@@ -123,8 +103,6 @@ def build_problem_generator(m: ProblemGeneratorConfig, run: RunContext) -> Built
     from plansuite.nl2pddl.models.text_datamodules import ProblemDataModule, make_text_tokenizer
 
     load_nl2pddl_manifest(run.data_dir)
-    if m.loss_norm not in LOSS_NORMS:  # before the tokenizer and the data: a bad setting costs nothing
-        raise ConfigError(f"model.loss_norm={m.loss_norm}: choose one of {', '.join(LOSS_NORMS)}")
     tokenizer = make_text_tokenizer(m.backbone, m.vocab_size, run.data_dir, m.kind, run.domain)
     model = make_model(m.backbone, "causal", tokenizer)
     dm = ProblemDataModule(run.data_dir, tokenizer, context_length(model.config), m.batch_size,
@@ -132,9 +110,7 @@ def build_problem_generator(m: ProblemGeneratorConfig, run: RunContext) -> Built
                            abstract_repeat=m.abstract_repeat, group_by_length=m.group_by_length)
     dm.setup()  # data problems surface now, as one line, before any training
     max_new = m.max_new_tokens or 2 * dm.max_completion
-    tokens = m.batch_size * dm.mean_completion if m.loss_norm == "dataset" else None
-    module = ProblemGeneratorModule(model, tokenizer, run.domain, m.optim, max_new, run.record,
-                                    tokens_per_batch=tokens)
+    module = ProblemGeneratorModule(model, tokenizer, run.domain, m.optim, max_new, run.record)
     return Built(module, dm, tokenizer, {"kind": m.kind, "max_new_tokens": max_new})
 
 

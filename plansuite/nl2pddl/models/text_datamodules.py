@@ -98,9 +98,7 @@ class ProblemDataModule(GeneratorDataModule):
         self.val = self.encode_pairs([(p.prompt, p.completion) for p in val])
         check_fits([len(e[0]) for e in self.train + self.val], self.context, str(self.data_dir))
         self.greedy_records = random.Random(self.seed).sample(val, min(self.greedy_n, len(val)))
-        completions = [len(e[1]) - e[1].count(-100) for e in self.train]
-        self.max_completion = max(completions)
-        self.mean_completion = sum(completions) / len(completions)  # labelled tokens per training pair
+        self.max_completion = max(len(e[1]) - e[1].count(-100) for e in self.train)
         self.train_counts = {"examples": len(self.train),
                              "abstract": sum(p.style == "abstract" for p in train) * self.abstract_repeat}
 
