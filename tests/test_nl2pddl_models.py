@@ -502,33 +502,6 @@ def test_task_critic_with_the_likelihood_critic_calibrates_on_val(generator_expo
                 f"backend.export={generator_export[0]}", "critic.calibrate_on=null")
 
 
-def test_problem_datamodule_groups_batches_by_length_and_keeps_every_pair(data):
-    tok = train_text_tokenizer(text_corpus(data, "problem_generator"), vocab_size=400)
-    plain = ProblemDataModule(data, tok, 512, batch_size=4, greedy_n=3, seed=1)
-    grouped = ProblemDataModule(data, tok, 512, batch_size=4, greedy_n=3, seed=1, group_by_length=8)
-    for dm in (plain, grouped):
-        dm.setup()
-    lengths = [len(e[0]) for e in grouped.train]
-
-    def batches(dm, epoch):
-        loader = dm.train_dataloader()
-        loader.sampler.set_epoch(epoch)
-        order = list(loader.sampler)
-        return [order[i:i + 4] for i in range(0, len(order), 4)]
-
-    def padded(bs):  # tokens a batch computes: its longest example times its size
-        return sum(max(lengths[i] for i in b) * len(b) for b in bs)
-
-    for epoch in (0, 1):
-        got = batches(grouped, epoch)
-        assert sorted(i for b in got for i in b) == list(range(len(lengths)))  # every pair, once
-        assert padded(got) < 0.9 * padded(batches(plain, epoch))  # fewer pad tokens (can fail)
-        assert got == batches(grouped, epoch)  # a pure function of (seed, epoch): resumable
-    assert batches(grouped, 0) != batches(grouped, 1)
-    with pytest.raises(ConfigError, match="group_by_length=-1"):
-        ProblemDataModule(data, tok, 512, group_by_length=-1)
-
-
 def test_completion_loss_is_the_models_own_loss_and_gradient():
     """The training loss reads the output layer at the labelled positions only; its value and
     gradients are the ones ``model(..., labels=...).loss`` gives."""
@@ -556,7 +529,3 @@ def test_completion_loss_is_the_models_own_loss_and_gradient():
         assert torch.allclose(ours_grad, p.grad, atol=1e-6)
 
 
-def test_the_generator_trains_on_length_grouped_batches(data, tmp_path):
-    results = train("problem_generator", data, tmp_path / "ok", "trainer.max_steps=3", "model.val_greedy=1",
-                    "model.max_new_tokens=16", "model.group_by_length=4")
-    assert results["global_step"] == 3

@@ -53,9 +53,6 @@ class ProblemGeneratorConfig:
     # times each abstract training pair is seen per epoch (they are a few dozen scenes among
     # thousands of explicit problems)
     abstract_repeat: int = 1
-    # > 1: training batches of pairs of similar length (sorted within chunks of this many
-    # batches; less padding, same pairs per epoch); 0: random batches
-    group_by_length: int = 0
     monitor: Monitor = field(default_factory=Monitor)
 
 
@@ -107,7 +104,7 @@ def build_problem_generator(m: ProblemGeneratorConfig, run: RunContext) -> Built
     model = make_model(m.backbone, "causal", tokenizer)
     dm = ProblemDataModule(run.data_dir, tokenizer, context_length(model.config), m.batch_size,
                            m.loss_on, m.val_greedy, num_workers=run.num_workers, seed=run.seed,
-                           abstract_repeat=m.abstract_repeat, group_by_length=m.group_by_length)
+                           abstract_repeat=m.abstract_repeat)
     dm.setup()  # data problems surface now, as one line, before any training
     max_new = m.max_new_tokens or 2 * dm.max_completion
     module = ProblemGeneratorModule(model, tokenizer, run.domain, m.optim, max_new, run.record)
