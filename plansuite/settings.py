@@ -121,16 +121,17 @@ def flatten(d: Mapping, prefix: str = "") -> dict[str, Any]:
 
 def settings_changes(old: Mapping, new: Mapping, defaults: Mapping | None = None, shown: int = 4) -> str:
     """The keys a resumed run would change, as one phrase (empty when none): what a run was made
-    with (``old``) against what it is resumed with (``new``). A key ``old`` lacks and ``new`` holds
-    at its value in ``defaults`` (a setting added to the code since) is no change.
+    with (``old``) against what it is resumed with (``new``). A key only one side holds, at its
+    value in ``defaults`` (a setting added to the code since, or removed from it), is no change.
 
     >>> settings_changes({"a": {"x": 1}, "b": 2}, {"a": {"x": 3}, "b": 2, "c": 0}, {"c": 0})
     'a.x: 1 -> 3'
-    >>> settings_changes({"a": 1}, {"a": 1})
+    >>> settings_changes({"a": 1, "gone": 0}, {"a": 1}, {"gone": 0})
     ''
     """
     old, new, defaults = flatten(old), flatten(new), flatten(defaults or {})
-    changed = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)
-               and not (k not in old and k in defaults and new.get(k) == defaults[k])]
+    held = {**old, **new}
+    changed = [k for k in sorted(held) if old.get(k) != new.get(k)
+               and not ((k not in old or k not in new) and k in defaults and held[k] == defaults[k])]
     what = "; ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in changed[:shown])
     return what + (f" (+{len(changed) - shown} more)" if len(changed) > shown else "")

@@ -146,17 +146,17 @@ RUN_SETTINGS = "run_settings.json"  # in out_dir: what its checkpoints were trai
 # Trainer keys that change how a run reports, not what it learns: a resume may change them.
 REPORTING_KEYS = ("enable_progress_bar", "log_every_n_steps", "enable_model_summary",
                   "num_sanity_val_steps", "default_root_dir")
-# Model keys that change how a step is computed, not its loss or gradient: likewise.
-COMPUTE_KEYS = ("length_splits",)
+# Model settings removed from the code, at the value that trains as the code does now: a run
+# recorded with them resumes.
+REMOVED_SETTINGS = {"model.backbone.arch": "gpt2", "model.group_by_length": 0, "model.loss_norm": "batch"}
 
 
 def result_settings(spec: TrainSpec) -> dict:
     """The settings that decide the trained weights: dataset, model, trainer, seed (not logging,
     progress, checkpoint cadence or data-loader workers)."""
     trainer = {k: v for k, v in spec.trainer.items() if k not in REPORTING_KEYS}
-    model = {k: v for k, v in dataclasses.asdict(spec.model).items() if k not in COMPUTE_KEYS}
-    settings = {"data_dir": str(spec.data_dir.resolve()), "seed": spec.seed, "model": model,
-                "trainer": trainer}
+    settings = {"data_dir": str(spec.data_dir.resolve()), "seed": spec.seed,
+                "model": dataclasses.asdict(spec.model), "trainer": trainer}
     if spec.callback_settings:  # absent when none: runs from before conf/callbacks resume as before
         settings["callbacks"] = spec.callback_settings
     return json.loads(json.dumps(settings, default=str))
@@ -171,6 +171,7 @@ def check_resume_settings(spec: TrainSpec) -> None:
         return  # checkpoints from before this check: nothing to compare with
     # A setting added to the code since the run started, left at its default, trains as before.
     defaults = json.loads(json.dumps({"model": dataclasses.asdict(type(spec.model)())}, default=str))
+    defaults.update(REMOVED_SETTINGS)  # flattened with it
     what = settings_changes(json.loads(path.read_text()), result_settings(spec), defaults)
     if what:
         raise ConfigError(f"{spec.out_dir}: cannot resume: its checkpoints were trained with other "

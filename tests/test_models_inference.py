@@ -19,16 +19,9 @@ from plansuite.data.load import load_transitions
 from plansuite.domains import domain_file, load_builtin
 from plansuite.domains.blocksworld import BlocksworldStates
 from plansuite.errors import ConfigError, PlansuiteError
-from plansuite.models.backbone import (
-    BackboneConfig,
-    context_length,
-    gated_mlp_width,
-    pretrained_model,
-    tiny_model,
-)
+from plansuite.models.backbone import BackboneConfig, pretrained_model, tiny_model
 from plansuite.models.datamodules import dataset_objects
 from plansuite.models.export import save_export
-from plansuite.models.factories import make_model
 from plansuite.models.inference import GeneratorPolicy, VerifierScorer, sample_ids
 from plansuite.models.tokenizer import build_atom_tokenizer, decode, encode, stop_token_ids
 from plansuite.pddl.codec import format_completion, parse_completion
@@ -134,32 +127,6 @@ def test_batched_cached_greedy_equals_uncached_one_at_a_time(gen_export, data_di
         ref = _ref_greedy(policy.model, p, policy.stop_ids, 12)
         if not set(ref) & set(policy.banned_ids):
             assert got == ref
-
-
-def test_rotary_backbone_decodes_left_padded_batches_like_one_at_a_time(tmp_path, atom_tok, data_dir):
-    # arch=llama reads positions from position_ids (rotary): left padding must not shift them
-    torch.manual_seed(0)
-    cfg = BackboneConfig(n_layer=2, n_embd=32, n_head=2, n_positions=SMALL.n_positions, arch="llama")
-    model = tiny_model(cfg, "causal", atom_tok)
-    assert type(model).__name__ == "LlamaForCausalLM" and model.config.intermediate_size == gated_mlp_width(32)
-    export = save_export(tmp_path / "gen", model, atom_tok, {"kind": "generator", "domain": DOMAIN.name,
-                                                             "max_new_tokens": 24})
-    policy = GeneratorPolicy.from_export(export)
-    assert policy.context == SMALL.n_positions == context_length(policy.model.config)
-    prompts = encode(policy.tokenizer, [r.prompt for r in load_transitions(data_dir, "val")[:6]])
-    assert len({len(p) for p in prompts}) > 1
-    batched = sample_ids(policy.model, prompts, pad_id=policy.tokenizer.pad_token_id,
-                         stop_ids=policy.stop_ids, max_new_tokens=12, temperature=0)
-    assert batched == [_ref_greedy(policy.model, p, policy.stop_ids, 12) for p in prompts]
-
-
-def test_unknown_arch_and_llama_dropout_are_refused(atom_tok, gen_export):
-    with pytest.raises(ConfigError, match="arch 'bert'"):
-        tiny_model(BackboneConfig(arch="bert"), "causal", atom_tok)
-    with pytest.raises(ConfigError, match="arch=llama: dropout"):
-        tiny_model(BackboneConfig(arch="llama", dropout=0.1), "causal", atom_tok)
-    with pytest.raises(ConfigError, match="only for name=tiny"):  # a saved model is what it is
-        make_model(BackboneConfig(name="pretrained", path=str(gen_export), arch="llama"), "causal", atom_tok)
 
 
 def test_generate_is_seeded_and_reports_new_tokens(gen_export, data_dir):

@@ -1,11 +1,10 @@
-"""What the training-step benchmarks share: the timed loop (``bench_precision``, ``bench_compile``,
-``bench_length_splits``) and the problem generator as ``make nl2pddl-cpu`` trains it (the last two)."""
+"""What the training-step benchmarks share: the timed loop (``bench_precision``, ``bench_compile``)
+and the problem generator as ``make nl2pddl-cpu`` trains it (``bench_compile``)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
@@ -21,19 +20,17 @@ def problem_generator_model() -> GPT2LMHeadModel:
                                       bos_token_id=0, eos_token_id=0))
 
 
-def training_tokens_per_s(model: torch.nn.Module, batches: list[Any],
-                          loss_of: Callable[[torch.nn.Module, Any], torch.Tensor], warm: int,
-                          tokens_of: Callable[[Any], int] = torch.Tensor.numel) -> float:
-    """Tokens per second of training steps as the CLI takes them (forward via
-    ``loss_of(model, batch)``, backward, clipping, AdamW) over all but the first ``warm`` batches;
-    ``tokens_of(batch)`` counts a batch's tokens (default: every position, padding included)."""
+def training_tokens_per_s(model: torch.nn.Module, batches: list[torch.Tensor],
+                          loss_of: Callable[[torch.nn.Module, torch.Tensor], torch.Tensor], warm: int) -> float:
+    """Tokens per second (padding included) of training steps as the CLI takes them (forward via
+    ``loss_of(model, batch)``, backward, clipping, AdamW) over all but the first ``warm`` batches."""
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     start, tokens = 0.0, 0
     for i, batch in enumerate(batches):
         if i == warm:
             start = time.perf_counter()
-        tokens += tokens_of(batch) if i >= warm else 0
+        tokens += batch.numel() if i >= warm else 0
         loss = loss_of(model, batch)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -1,5 +1,4 @@
-"""Backbones: a ``tiny`` one built from a config (GPT-2, or Llama's rotary positions) or a
-pretrained one from a directory.
+"""Backbones: a ``tiny`` GPT-2 built from ``GPT2Config`` or a pretrained one from a directory.
 
 Both go through the Auto classes (``from_config`` / ``from_pretrained``), so the pretrained path
 is the same code whether it reads the hub's ``gpt2``, a local ``save_pretrained`` directory, or a
@@ -16,7 +15,6 @@ from transformers import (
     AutoModelForCausalLM,
     AutoModelForSequenceClassification,
     GPT2Config,
-    LlamaConfig,
     PretrainedConfig,
     PreTrainedModel,
     PreTrainedTokenizerBase,
@@ -26,18 +24,15 @@ from plansuite.errors import ConfigError
 
 HEADS = ("causal", "classifier")
 VERIFIER_LABELS = {0: "invalid", 1: "valid"}
-ARCHS = ("gpt2", "llama")
 
 
 @dataclass
 class BackboneConfig:
-    """``name=tiny`` builds a fresh model of the given size; ``name=pretrained`` loads ``path``."""
+    """``name=tiny`` builds a fresh GPT-2 of the given size; ``name=pretrained`` loads ``path``."""
 
     name: str = "tiny"
     tokenizer: str = "atom"  # atom | bpe (pretrained backbones bring their own tokenizer)
     path: str | None = None  # hub id or local directory, for name=pretrained
-    arch: str = "gpt2"  # name=tiny: gpt2 (learned absolute positions) | llama (rotary positions,
-    #                     RMSNorm, gated MLP of 8/3 x n_embd: GPT-2's compute per token)
     n_layer: int = 3
     n_embd: int = 128
     n_head: int = 4
@@ -69,37 +64,16 @@ def tiny_model(cfg: BackboneConfig, head: str, tokenizer: PreTrainedTokenizerBas
     ``labels``, id -> name; the verifier's two by default)."""
     if cfg.n_embd % cfg.n_head:
         raise ConfigError(f"model.backbone: n_embd={cfg.n_embd} is not divisible by n_head={cfg.n_head}")
-    kwargs = _head_kwargs(head, tokenizer, labels)
-    if cfg.arch == "gpt2":
-        config = GPT2Config(vocab_size=len(tokenizer), n_positions=cfg.n_positions, n_embd=cfg.n_embd,
-                            n_layer=cfg.n_layer, n_head=cfg.n_head, activation_function=cfg.activation,
-                            resid_pdrop=cfg.dropout, embd_pdrop=cfg.dropout, attn_pdrop=cfg.dropout, **kwargs)
-    elif cfg.arch == "llama":
-        if cfg.dropout:
-            raise ConfigError(f"model.backbone.arch=llama: dropout={cfg.dropout} (Llama has attention dropout "
-                              "only; use 0.0 or arch=gpt2)")
-        config = LlamaConfig(vocab_size=len(tokenizer), max_position_embeddings=cfg.n_positions,
-                             hidden_size=cfg.n_embd, intermediate_size=gated_mlp_width(cfg.n_embd),
-                             num_hidden_layers=cfg.n_layer, num_attention_heads=cfg.n_head,
-                             num_key_value_heads=cfg.n_head, hidden_act=cfg.activation,
-                             tie_word_embeddings=True, **kwargs)  # as GPT-2: one matrix in and out
-    else:
-        raise ConfigError(f"model.backbone.arch '{cfg.arch}': unknown (choose from {', '.join(ARCHS)})")
+    config = GPT2Config(vocab_size=len(tokenizer), n_positions=cfg.n_positions, n_embd=cfg.n_embd,
+                        n_layer=cfg.n_layer, n_head=cfg.n_head, activation_function=cfg.activation,
+                        resid_pdrop=cfg.dropout, embd_pdrop=cfg.dropout, attn_pdrop=cfg.dropout,
+                        **_head_kwargs(head, tokenizer, labels))
     return _with_loss_type(_auto_class(head).from_config(config), head)
 
 
-def gated_mlp_width(n_embd: int) -> int:
-    """A gated MLP's hidden width with GPT-2's 4 x ``n_embd`` MLP compute (three matrices instead
-    of two: 8/3 x ``n_embd``), rounded up to a multiple of 32.
-
-    >>> gated_mlp_width(128), gated_mlp_width(768)
-    (352, 2048)
-    """
-    return -(-8 * n_embd // 3 // 32) * 32
-
-
 def context_length(config: PretrainedConfig) -> int:
-    """The most tokens ``config``'s model reads at once (GPT-2 and Llama name it differently)."""
+    """The most tokens ``config``'s model reads at once (GPT-2's ``n_positions``; a pretrained
+    backbone of another family may call it ``max_position_embeddings``)."""
     return getattr(config, "n_positions", None) or config.max_position_embeddings
 
 

@@ -55,16 +55,13 @@ def make_tokenizer(backbone, domain: Domain, data_dir: Path):
 
 
 def make_model(backbone, head: str, tokenizer, labels: dict[int, str] | None = None):
-    from plansuite.models.backbone import BackboneConfig, pretrained_model, tiny_model
+    from plansuite.models.backbone import pretrained_model, tiny_model
 
     if backbone.name == "tiny":
         return tiny_model(backbone, head, tokenizer, labels)
     if backbone.name == "pretrained":
         if not backbone.path:
             raise ConfigError("model.backbone.name=pretrained: set model.backbone.path")
-        if backbone.arch != BackboneConfig.arch:  # the saved config says what it is
-            raise ConfigError(f"model.backbone.arch={backbone.arch}: only for name=tiny (a pretrained "
-                              "backbone's architecture is its saved config's)")
         return pretrained_model(backbone.path, head, tokenizer, labels)
     raise ConfigError(f"model.backbone.name '{backbone.name}': unknown (choose from tiny, pretrained)")
 

@@ -10,9 +10,6 @@ the same dropout masks. Three pieces make that so:
   forwards ``set_epoch`` to a dataset that has one, so that per-item randomness (object renaming,
   :class:`~plansuite.models.datamodules.RenamedPerEpoch`) can be a function of
   (seed, epoch, index) too.
-  With ``lengths`` and ``group`` it also batches examples of similar length together
-  (:func:`length_grouped`: less padding, the same examples per epoch), still a pure function
-  of (seed, epoch).
 - :class:`ResumableLoader`: a ``DataLoader`` with Lightning's resumable-loader protocol
   (``state_dict`` / ``load_state_dict``: ``lightning/pytorch/loops/fit_loop.py`` stores them in
   every checkpoint and loads them before it iterates again). Its state is the epoch and the
@@ -31,7 +28,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
+from collections.abc import Callable, Iterator, Sized
 from typing import Any
 
 import lightning as L
@@ -40,39 +37,14 @@ import torch
 from torch.utils.data import DataLoader, DistributedSampler
 
 
-def length_grouped(order: Sequence[int], lengths: Sequence[int], batch_size: int, group: int,
-                   rng: random.Random) -> list[int]:
-    """``order`` rearranged so that each run of ``batch_size`` indices has similar lengths: cut
-    into chunks of ``group`` batches, each chunk sorted by length and cut into batches, the full
-    batches shuffled (a partial one, at most one, stays last so the batches after it keep their
-    boundaries). Every index stays; only which ones share a batch changes (as Hugging Face's
-    ``group_by_length``): a batch is padded to its longest example, and with lengths that vary
-    threefold a random batch is about a third padding.
-
-    >>> length_grouped([0, 1, 2, 3, 4], [5, 1, 4, 2, 3], 2, 3, random.Random(0))
-    [0, 2, 4, 3, 1]
-    """
-    chunk = batch_size * group
-    batches = []
-    for at in range(0, len(order), chunk):
-        ranked = sorted(order[at:at + chunk], key=lambda i: -lengths[i])
-        batches += [ranked[b:b + batch_size] for b in range(0, len(ranked), batch_size)]
-    tail = [batches.pop()] if batches and len(batches[-1]) < batch_size else []
-    rng.shuffle(batches)
-    return [i for batch in batches + tail for i in batch]
-
-
 class EpochOrder(DistributedSampler):
     """This process's share of a permutation of the dataset that depends on (seed, epoch) only;
-    ``start`` positions of it are skipped once, by the next iteration (a resume). With
-    ``lengths`` and ``group`` > 1, examples of similar length share batches (:func:`length_grouped`)."""
+    ``start`` positions of it are skipped once, by the next iteration (a resume)."""
 
-    def __init__(self, dataset: Sized, seed: int, num_replicas: int = 1, rank: int = 0,
-                 lengths: Sequence[int] | None = None, batch_size: int = 1, group: int = 0):
+    def __init__(self, dataset: Sized, seed: int, num_replicas: int = 1, rank: int = 0):
         super().__init__(dataset, num_replicas=num_replicas, rank=rank, shuffle=True, seed=seed,
                          drop_last=False)  # type: ignore[arg-type]
         self.start = 0
-        self.lengths, self.batch_size, self.group = lengths, batch_size, group
 
     def set_epoch(self, epoch: int) -> None:
         super().set_epoch(epoch)
@@ -82,11 +54,7 @@ class EpochOrder(DistributedSampler):
 
     def __iter__(self) -> Iterator[int]:
         start, self.start = self.start, 0
-        order: Iterable[int] = super().__iter__()
-        if self.lengths is not None and self.group > 1:  # this rank's share, regrouped
-            order = length_grouped(list(order), self.lengths, self.batch_size, self.group,
-                                   random.Random(f"{self.seed}/{self.epoch}/lengths"))
-        return itertools.islice(order, start, None)
+        return itertools.islice(super().__iter__(), start, None)
 
 
 class ResumableLoader(DataLoader):
@@ -132,14 +100,12 @@ class ResumableLoader(DataLoader):
 
 
 def resumable_loader(dataset: Sized, batch_size: int, seed: int, collate_fn: Callable,
-                     num_workers: int = 0, trainer: Any = None, lengths: Sequence[int] | None = None,
-                     group: int = 0) -> ResumableLoader:
+                     num_workers: int = 0, trainer: Any = None) -> ResumableLoader:
     """The shuffled training loader of a DataModule; ``trainer`` (when there is one) gives this
-    process's rank and the number of processes; ``lengths`` and ``group`` batch by length."""
+    process's rank and the number of processes."""
     replicas, rank = (trainer.world_size, trainer.global_rank) if trainer is not None else (1, 0)
-    order = EpochOrder(dataset, seed, replicas, rank, lengths, batch_size, group)
-    return ResumableLoader(dataset, order, batch_size=batch_size, collate_fn=collate_fn,
-                           num_workers=num_workers)
+    return ResumableLoader(dataset, EpochOrder(dataset, seed, replicas, rank), batch_size=batch_size,
+                           collate_fn=collate_fn, num_workers=num_workers)
 
 
 def random_states() -> dict[str, Any]:

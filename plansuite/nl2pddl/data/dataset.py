@@ -22,7 +22,6 @@ under different names. Abstract and random problems are split separately, so eve
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import random
@@ -38,12 +37,12 @@ from plansuite.errors import ConfigError
 from plansuite.jsonl import iter_jsonl
 from plansuite.nl2pddl.data import corrupt as corruptions
 from plansuite.nl2pddl.data import scenes, scenes21
-from plansuite.nl2pddl.data.describe import describe, described_order, named
+from plansuite.nl2pddl.data.describe import describe, described_order
 from plansuite.nl2pddl.judging.critic import critic_input
 from plansuite.nl2pddl.judging.equivalence import semantic_sections
 from plansuite.nl2pddl.judging.graphs import graph_key, problem_graph
 from plansuite.nl2pddl.judging.worlds import world_for
-from plansuite.pddl.model import Atom, Domain, atom_text, problem_to_pddl, rename_problem
+from plansuite.pddl.model import Atom, Domain, atom_text, problem_to_pddl
 
 SCHEMA_VERSION = 1
 SPLITS = ("train", "val", "test")
@@ -65,18 +64,7 @@ class NL2PDDLSpec:
                                # heights (scenes.blocksworld_heights), a counting curriculum
     counts_problems: int = 0  # Gripper: training-only abstract problems of rooms holding stated
                               # numbers of balls (scenes.gripper_counts), its counting curriculum
-    count_swaps: bool = False  # Gripper: also every unequal two-room split whose balls trade rooms
-                               # (scenes.gripper_count_swaps), training-only
-    curriculum_sizes: list[int] = field(default_factory=list)  # Gripper: the named abstract scenes at
-                               # these ball counts too, training-only (none of abstract_sizes): a
-                               # held-out size between trained ones, and "k balls per room" for more k
     curriculum_per_problem: int = 2  # abstract descriptions of each curriculum problem
-    renamed_abstract: float = 0.0  # share of the training split's abstract pairs whose target has the
-                                   # objects the description does not name renamed at random within
-                                   # their type (renamed_target); validation and test pairs never
-    scene_names: bool = False  # abstract pairs: the objects the description leaves unnamed named by
-                               # their place in the scene (scenes.scene_names: t2b4, rooma-ball3),
-                               # reference and target alike; explicit pairs keep the scene's names
     fractions: dict[str, float] = field(default_factory=lambda: {"train": 0.8, "val": 0.1, "test": 0.1})
     critic_positives: int = 1  # matching examples per pair (shuffled / equivalent rewrites)
     critic_negatives: int = 1  # corruptions per pair and mismatch kind
@@ -134,24 +122,10 @@ class CriticExample:
 # ---- building ---------------------------------------------------------------------------------
 def scenarios(spec: NL2PDDLSpec, domain: Domain, seed: int) -> list[scenes.Scenario]:
     rng = random.Random(f"{seed}/scenes")
-    for key, home, off in (("heights_problems", "blocksworld", "0"), ("counts_problems", "gripper", "0"),
-                           ("count_swaps", "gripper", "false"), ("curriculum_sizes", "gripper", "[]")):
+    for key, home in (("heights_problems", "blocksworld"), ("counts_problems", "gripper")):
         if getattr(spec, key) and spec.domain != home:
             raise ConfigError(f"dataset.{key}={getattr(spec, key)}: a {home} curriculum "
-                              f"(dataset.domain={spec.domain!r}); set it to {off}")
-    if set(spec.curriculum_sizes) & set(spec.abstract_sizes):
-        raise ConfigError(f"dataset.curriculum_sizes={list(spec.curriculum_sizes)}: sizes of training-only scenes, "
-                          f"none of dataset.abstract_sizes={list(spec.abstract_sizes)} (those may be held out)")
-    if not 0 <= spec.renamed_abstract <= 1:
-        raise ConfigError(f"dataset.renamed_abstract={spec.renamed_abstract}: a share, in [0, 1]")
-    if spec.renamed_abstract and domain.level != "classical":  # fluents name objects too
-        raise ConfigError(f"dataset.renamed_abstract={spec.renamed_abstract}: STRIPS domains only "
-                          f"({spec.domain} is {domain.level}); set it to 0")
-    if spec.scene_names and spec.renamed_abstract:
-        raise ConfigError(f"dataset.renamed_abstract={spec.renamed_abstract} with dataset.scene_names=true: "
-                          "both name the unnamed objects of abstract targets; set one of them off")
-    if spec.scene_names and domain.level != "classical":
-        raise ConfigError(f"dataset.scene_names=true: STRIPS domains only ({spec.domain} is {domain.level})")
+                              f"(dataset.domain={spec.domain!r}); set it to 0")
     if spec.domain == "blocksworld":
         out = scenes.blocksworld_abstract(domain, list(spec.abstract_sizes), rng)
         out += [scenes.blocksworld_random(domain, rng, spec.min_objects, spec.max_objects)
@@ -165,11 +139,6 @@ def scenarios(spec: NL2PDDLSpec, domain: Domain, seed: int) -> list[scenes.Scena
                 for _ in range(spec.random_problems)]
         out += scenes.gripper_counts(domain, list(spec.abstract_sizes), list(spec.rooms), spec.counts_problems,
                                      random.Random(f"{seed}/scenes/counts"))
-        if spec.count_swaps:
-            out += scenes.gripper_count_swaps(domain, list(spec.abstract_sizes), random.Random(f"{seed}/scenes/swaps"))
-        if spec.curriculum_sizes:
-            out += [dataclasses.replace(s, curriculum=True) for s in scenes.gripper_abstract(
-                domain, list(spec.curriculum_sizes), list(spec.rooms), random.Random(f"{seed}/scenes/sizes"))]
     elif spec.domain in scenes21.DOMAINS21:  # rooms: the places on the line (roads, corridors)
         out = scenes21.scenarios21(spec.domain, spec.random_problems, list(spec.abstract_sizes),
                                    list(spec.rooms), spec.min_objects, spec.max_objects, rng)
@@ -319,23 +288,13 @@ def _build_into(tmp: Path, spec: NL2PDDLSpec, domain: Domain, domain_text: str, 
                                       if scenario.training_only else spec.abstract_per_problem)
             for k, style in enumerate(styles):
                 description = _describe(domain)(scenario, style, rng)
-                if spec.scene_names and style == "abstract":
-                    named_scenario = named_by_place(scenario, description)
-                    reference = problem_to_pddl(named_scenario.problem, domain)
-                else:
-                    named_scenario, reference = scenario, problem_to_pddl(scenario.problem, domain)
-                rename = (random.Random(f"{seed}/rename/{pid}/{k}")  # its own stream: other pairs unchanged
-                          if spec.renamed_abstract and style == "abstract" and split == "train" else None)
-                if rename and rename.random() < spec.renamed_abstract:
-                    target = renamed_target(spec, scenario, description, domain, rename)
-                    counts[split]["pairs_abstract_renamed"] += 1
-                else:
-                    target = _target(spec, named_scenario, style, description, reference, domain)
+                reference = problem_to_pddl(scenario.problem, domain)
+                target = _target(spec, scenario, style, description, reference, domain)
                 pair = Pair(f"{pid}-{style[0]}{k}", pid, group, style, scenario.init_scene,
                             scenario.goal_scene, description, reference, target)
                 pair_files[split].write(_dumps({**asdict(pair), "names": scenario.names}))
                 counts[split][f"pairs_{style}"] += 1
-                for row in _critic_rows(pair, named_scenario, domain, spec, rng):
+                for row in _critic_rows(pair, scenario, domain, spec, rng):
                     critic_files[split].write(_dumps(row))
                     counts[split][f"critic_{row['label']}"] += 1
             counts[split]["problems"] += 1
@@ -372,36 +331,6 @@ def _target(spec: NL2PDDLSpec, scenario: scenes.Scenario, style: str, descriptio
     order = (described_order(scenario, description) if style == "explicit"
              else scenes.scene_order(scenario))
     return reference if order is None else reorder_atoms(reference, order)
-
-
-def named_by_place(scenario: scenes.Scenario, description: str) -> scenes.Scenario:
-    """``scenario`` with the objects ``description`` does not name renamed by their place in the
-    scene (:func:`~plansuite.nl2pddl.data.scenes.scene_names`): the same problem up to renaming."""
-    mapping = scenes.scene_names(scenario, named(description, scenario.problem.objects))
-    return dataclasses.replace(scenario, problem=rename_problem(scenario.problem, mapping)) if mapping else scenario
-
-
-def renamed_target(spec: NL2PDDLSpec, scenario: scenes.Scenario, description: str, domain: Domain,
-                   rng: random.Random) -> str:
-    """The target of an abstract ``description`` of ``scenario`` with the objects it does not name
-    permuted at random within their type, the atoms then in the target's usual order.
-
-    An abstract description leaves those names free ("six balls ... trade rooms" says nothing of
-    which ball is where), and every renaming is the same problem up to renaming, which is what
-    semantic equivalence judges. Trained only on the scenes' own numbering (ball1-ball3 in rooma),
-    a generator learns a swap's goal as the index pattern of a trained split; renamed, the goal of
-    ball7 is only to be found at ball7's ``:init`` fact.
-    """
-    stated = named(description, scenario.problem.objects)
-    by_type: dict[str, list[str]] = {}
-    for name, typ in scenario.problem.objects.items():
-        if name not in stated:
-            by_type.setdefault(typ, []).append(name)
-    mapping: dict[str, str] = {}
-    for names in by_type.values():
-        mapping.update(zip(names, rng.sample(names, len(names)), strict=True))
-    renamed = dataclasses.replace(scenario, problem=rename_problem(scenario.problem, mapping))
-    return _target(spec, renamed, "abstract", description, problem_to_pddl(renamed.problem, domain), domain)
 
 
 def reorder_atoms(text: str, order: dict[str, list[Atom]]) -> str:

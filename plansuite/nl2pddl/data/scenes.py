@@ -41,7 +41,6 @@ class Scenario:
     goal_scene: str
     names: dict[str, str]  # naming scheme per kind of object, e.g. {"block": "colors"}
     params: dict = field(default_factory=dict)  # counts the abstract wording needs (n, k, h, ...)
-    curriculum: bool = False  # a named scene at a size only a training curriculum holds
 
     @property
     def abstract(self) -> bool:
@@ -49,9 +48,9 @@ class Scenario:
 
     @property
     def training_only(self) -> bool:
-        """A scene of a training curriculum (:func:`blocksworld_heights`, :func:`gripper_counts`,
-        named scenes at curriculum sizes), never held out."""
-        return self.curriculum or bool({self.init_scene, self.goal_scene} & CURRICULUM_SCENES)
+        """A scene of a training curriculum (:func:`blocksworld_heights`, :func:`gripper_counts`),
+        never held out."""
+        return bool({self.init_scene, self.goal_scene} & CURRICULUM_SCENES)
 
 
 # ---- Blocksworld ------------------------------------------------------------------------------
@@ -206,69 +205,6 @@ def scene_order(scenario: Scenario) -> dict[str, list[Atom]] | None:
             "goal": tower_order(scenario.problem.goal_pos, blocks)}
 
 
-def _towers(atoms: frozenset[Atom], blocks: list[str]) -> list[list[str]]:
-    """The towers of a Blocksworld state, each bottom up, in the order of their bottom blocks in
-    ``blocks`` (a block in the hand is no tower).
-
-    >>> _towers(state_atoms([["b3", "b1"], ["b2"]], None), ["b1", "b2", "b3"])
-    [['b2'], ['b3', 'b1']]
-    """
-    above = {a[2]: a[1] for a in atoms if a[0] == "on"}
-    out = []
-    for bottom in blocks:
-        if ("on-table", bottom) in atoms:
-            tower = [bottom]
-            while tower[-1] in above and above[tower[-1]] not in tower:
-                tower.append(above[tower[-1]])
-            out.append(tower)
-    return out
-
-
-def scene_names(scenario: Scenario, stated: frozenset[str] = frozenset()) -> dict[str, str]:
-    """Object -> its name by its place in the scene, for the objects an abstract description
-    leaves unnamed (not in ``stated``): Blocksworld's blocks as ``t<tower>b<height>`` (bottom up),
-    Gripper's balls as ``<room or gripper>-ball<k>``. The places are read from the initial state,
-    or from the goal where the initial state has none (blocks all on the table, balls all in one
-    room); a scene with places in neither keeps its names.
-
-    Semantic equivalence ignores names, so these are the same problems. What they buy a small
-    generator: with balls or blocks numbered through the scene, closing a tower of four after its
-    fourth block means counting back to where the tower began, and a held-out scene (two towers
-    of four, three balls per room) is a count it never wrote. Named by place, each fact depends
-    on the line before it and the stated number ("t2b4" is the fourth block of tower 2: four
-    blocks high, so clear), and a swap's goal sends each ``rooma-`` ball to roomb.
-
-    >>> from plansuite.domains import load_builtin
-    >>> s = blocksworld_abstract(load_builtin("blocksworld"), [4], random.Random(0))
-    >>> towers = next(x for x in s if x.goal_scene == "towers")
-    >>> scene_names(towers)
-    {'b1': 't1b1', 'b2': 't1b2', 'b3': 't2b1', 'b4': 't2b2'}
-    >>> swap = next(x for x in gripper_abstract(load_builtin("gripper"), [4], [2], random.Random(0))
-    ...             if x.goal_scene == "swap")
-    >>> scene_names(swap, frozenset({"rooma", "roomb"}))["ball3"]
-    'roomb-ball1'
-    """
-    p = scenario.problem
-    if "block" in scenario.names:
-        for atoms in (p.init, p.goal_pos):
-            if any(a[0] == "on" for a in atoms):
-                return {block: f"t{t}b{h}" for t, tower in enumerate(_towers(atoms, list(p.objects)), 1)
-                        for h, block in enumerate(tower, 1) if block not in stated}
-        return {}
-    if "ball" in scenario.names:
-        for atoms in (p.init, p.goal_pos):
-            where = {a[1]: a[2] for a in atoms if a[0] in ("at", "carry")}
-            if len(set(where.values())) > 1:
-                groups: dict[str, list[str]] = {}
-                for ball in p.objects:
-                    if ball in where:
-                        groups.setdefault(where[ball], []).append(ball)
-                return {ball: f"{place}-ball{k}" for place, balls in groups.items()
-                        for k, ball in enumerate(balls, 1) if ball not in stated}
-        return {}
-    return {}
-
-
 def blocksworld_random(domain: Domain, rng: random.Random, min_blocks: int, max_blocks: int) -> Scenario:
     """A uniform initial state (maybe holding a block); the goal from another uniform state.
 
@@ -402,36 +338,6 @@ def gripper_counts(domain: Domain, sizes: list[int], room_counts: list[int], cou
         init = _gripper_state(rooms[0], counted if gathered else together, grippers)
         out.append(_numbered_scene(domain, init_scene, goal_scene, init, together if gathered else counted,
                                    balls, rooms, {"n": n, "rooms": r, "counts": counts}, rng))
-    return out
-
-
-def gripper_count_swaps(domain: Domain, sizes: list[int], rng: random.Random) -> list[Scenario]:
-    """Two rooms holding unequal stated numbers of balls that trade rooms ("two balls in rooma
-    and four in roomb; the balls in rooma and those in roomb trade rooms"), every split of each
-    size: a training-only curriculum beside :func:`gripper_counts`. The named ``spread-swap``
-    scenes show a swap only for the even split of a few sizes, and a size held out for testing is
-    one no training problem swaps: these show swaps of that size too, never of its even split
-    (the held-out scene itself).
-
-    >>> from plansuite.domains import load_builtin
-    >>> swaps = gripper_count_swaps(load_builtin("gripper"), [3, 4], random.Random(0))
-    >>> [s.params["counts"] for s in swaps]
-    [[1, 2], [2, 1], [1, 3], [3, 1]]
-    >>> sorted(a for a in swaps[0].problem.goal_pos if a[0] == "at")
-    [('at', 'ball1', 'roomb'), ('at', 'ball2', 'rooma'), ('at', 'ball3', 'rooma')]
-    """
-    out: list[Scenario] = []
-    grippers, rooms = GRIPPER_NAMES["sides"](), ROOM_NAMES["letters"](2)
-    for n in sorted(set(sizes)):
-        for first in range(1, n):
-            counts = [first, n - first]
-            if counts[0] == counts[1]:
-                continue
-            balls = BALL_NAMES["numbered"](n)
-            counted = _consecutive(balls, rooms, counts)
-            out.append(_numbered_scene(domain, COUNTS, "swap", _gripper_state(rooms[0], counted, grippers),
-                                       _traded(counted, rooms), balls, rooms, {"n": n, "rooms": 2, "counts": counts},
-                                       rng))
     return out
 
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 import torch
 from torchmetrics import MeanMetric
 
-from plansuite.errors import ConfigError
 from plansuite.models.backbone import BackboneConfig
 from plansuite.models.factories import make_model, optim_defaults
 from plansuite.models.generator import GeneratorModule
@@ -31,9 +30,6 @@ from plansuite.nl2pddl.judging.equivalence import compare
 from plansuite.pddl.parse import parse_problem
 
 VAL_FLAGS = ("parse", "structural", "semantic")
-
-
-LOSS_NORMS = ("batch", "dataset")
 
 
 def text_backbone() -> BackboneConfig:
@@ -57,97 +53,30 @@ class ProblemGeneratorConfig:
     # times each abstract training pair is seen per epoch (they are a few dozen scenes among
     # thousands of explicit problems)
     abstract_repeat: int = 1
-    # > 1: training batches of pairs of similar length (sorted within chunks of this many
-    # batches; less padding, same pairs per epoch); 0: random batches
-    group_by_length: int = 0
-    # the training loss's divisor: "batch" (its own labelled tokens: the mean, as Hugging Face) or
-    # "dataset" (batch_size x the training pairs' mean labelled tokens: each token weighs the same
-    # in every batch, which length-grouped batches need)
-    loss_norm: str = "batch"
-    # > 1: a training batch goes through the model as up to this many runs of pairs of similar
-    # length, each padded to its own longest (same loss and gradient, less padding computed; a
-    # random batch of 8 Blocksworld pairs is a third padding)
-    length_splits: int = 1
     monitor: Monitor = field(default_factory=Monitor)
 
 
-def length_runs(lengths: list[int], parts: int) -> list[list[int]]:
-    """Row indices of a batch cut into at most ``parts`` runs of similar length: the rows sorted
-    by length, cut where the runs, each padded to its own longest row, compute the fewest
-    positions (the count the whole batch pads to is ``len(lengths) * max(lengths)``).
-
-    >>> length_runs([500, 100, 120, 110, 480, 90, 100, 105], 2)
-    [[5, 1, 6, 7, 3, 2], [4, 0]]
-    >>> length_runs([300, 100], 1)
-    [[1, 0]]
-    """
-    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
-    size = [lengths[i] for i in order]
-    n = len(order)
-    # best[k][j]: fewest positions computing the j shortest rows in k runs; cut[k][j]: its last run's start
-    best = [[0.0] + [float("inf")] * n for _ in range(parts + 1)]
-    cut = [[0] * (n + 1) for _ in range(parts + 1)]
-    for k in range(1, parts + 1):
-        for j in range(1, n + 1):
-            for i in range(k - 1, j):
-                cost = best[k - 1][i] + (j - i) * size[j - 1]
-                if cost < best[k][j]:
-                    best[k][j], cut[k][j] = cost, i
-    k = min(range(1, parts + 1), key=lambda k: (best[k][n], k))  # fewer runs on a tie
-    runs, j = [], n
-    while k:
-        i = cut[k][j]
-        runs.append(order[i:j])
-        k, j = k - 1, i
-    return [r for r in reversed(runs) if r]
-
-
 def completion_loss(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                    labels: torch.Tensor, tokens: float | None = None, length_splits: int = 1) -> torch.Tensor:
+                    labels: torch.Tensor) -> torch.Tensor:
     """The causal LM's mean cross-entropy over the labelled (completion) tokens -- the loss
     ``model(..., labels=labels).loss`` computes -- with the output layer applied to those
     positions only. The description is about half of a pair's tokens, and a GPT-2 computes
     vocabulary logits for every position: a fifth of a tiny model's forward pass spent on
-    predictions no loss reads.
-
-    ``tokens`` set: the summed cross-entropy divided by this fixed count instead of by the batch's
-    own token count, so that every token weighs the same in every batch. A mean over the batch
-    gives each token of a batch of short pairs more weight than one of a batch of long pairs:
-    harmless when batches are random, a bias when they are grouped by length.
-
-    ``length_splits`` > 1: the (right-padded) batch goes through the model as up to that many
-    runs of rows of similar length (:func:`length_runs`), each cut to its own longest row. A
-    row's tokens see only its own earlier tokens, so the loss and its gradient are the whole
-    batch's (to float rounding); only the padding positions are not computed. A random batch of
-    8 Blocksworld pairs is about a third padding."""
-    parts: list[tuple[torch.Tensor | slice, int]] = [(slice(None), input_ids.shape[1])]  # the batch as it is
-    if length_splits > 1:
-        lengths = attention_mask.sum(dim=1).tolist()
-        parts = [(torch.tensor(run), max(lengths[r] for r in run)) for run in length_runs(lengths, length_splits)]
-    total = input_ids.new_zeros((), dtype=torch.float32)
-    for rows, width in parts:
-        hidden = model.base_model(input_ids=input_ids[rows, :width],
-                                  attention_mask=attention_mask[rows, :width]).last_hidden_state
-        targets = labels[rows, 1:width]  # position i predicts token i + 1
-        read = targets != -100
-        logits = model.get_output_embeddings()(hidden[:, :-1][read])
-        total = total + torch.nn.functional.cross_entropy(logits.float(), targets[read], reduction="sum")
-    return total / (tokens if tokens is not None else (labels[:, 1:] != -100).sum())
+    predictions no loss reads."""
+    hidden = model.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    targets = labels[:, 1:]  # position i predicts token i + 1
+    read = targets != -100
+    logits = model.get_output_embeddings()(hidden[:, :-1][read])
+    return torch.nn.functional.cross_entropy(logits.float(), targets[read])
 
 
 class ProblemGeneratorModule(GeneratorModule):
-    """``tokens_per_batch`` set: the training loss is the batch's summed token cross-entropy over
-    this fixed count (:func:`completion_loss`); validation loss stays a mean, comparable across runs.
-    ``length_splits``: training batches computed in runs of similar length (same loss, less padding)."""
-
-    def __init__(self, *args, tokens_per_batch: float | None = None, length_splits: int = 1, **kwargs):
+    def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.val_greedy = torch.nn.ModuleDict({flag: MeanMetric() for flag in VAL_FLAGS})
-        self.tokens_per_batch, self.length_splits = tokens_per_batch, length_splits
 
     def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
-        loss = completion_loss(self.model, batch["input_ids"], batch["attention_mask"], batch["labels"],
-                               self.tokens_per_batch, self.length_splits)
+        loss = completion_loss(self.model, batch["input_ids"], batch["attention_mask"], batch["labels"])
         self.log("train/loss", loss, prog_bar=True)
         return loss
 
@@ -171,20 +100,14 @@ def build_problem_generator(m: ProblemGeneratorConfig, run: RunContext) -> Built
     from plansuite.nl2pddl.models.text_datamodules import ProblemDataModule, make_text_tokenizer
 
     load_nl2pddl_manifest(run.data_dir)
-    if m.loss_norm not in LOSS_NORMS:  # before the tokenizer and the data: a bad setting costs nothing
-        raise ConfigError(f"model.loss_norm={m.loss_norm}: choose one of {', '.join(LOSS_NORMS)}")
-    if m.length_splits < 1:
-        raise ConfigError(f"model.length_splits={m.length_splits}: must be >= 1 (1: the batch as one run)")
     tokenizer = make_text_tokenizer(m.backbone, m.vocab_size, run.data_dir, m.kind, run.domain)
     model = make_model(m.backbone, "causal", tokenizer)
     dm = ProblemDataModule(run.data_dir, tokenizer, context_length(model.config), m.batch_size,
                            m.loss_on, m.val_greedy, num_workers=run.num_workers, seed=run.seed,
-                           abstract_repeat=m.abstract_repeat, group_by_length=m.group_by_length)
+                           abstract_repeat=m.abstract_repeat)
     dm.setup()  # data problems surface now, as one line, before any training
     max_new = m.max_new_tokens or 2 * dm.max_completion
-    tokens = m.batch_size * dm.mean_completion if m.loss_norm == "dataset" else None
-    module = ProblemGeneratorModule(model, tokenizer, run.domain, m.optim, max_new, run.record,
-                                    tokens_per_batch=tokens, length_splits=m.length_splits)
+    module = ProblemGeneratorModule(model, tokenizer, run.domain, m.optim, max_new, run.record)
     return Built(module, dm, tokenizer, {"kind": m.kind, "max_new_tokens": max_new})
 
 

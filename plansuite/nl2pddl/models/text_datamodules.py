@@ -64,25 +64,13 @@ def dataset_critic_labels(data_dir: str | Path) -> tuple[str, ...]:
 class ProblemDataModule(GeneratorDataModule):
     """``abstract_repeat``: each abstract training pair appears that many times per epoch. A
     dataset has a few dozen abstract scenes beside thousands of explicit problems, so without it
-    the abstract descriptions are ~2 % of what the generator reads.
+    the abstract descriptions are ~2 % of what the generator reads."""
 
-    ``group_by_length`` > 1: training batches hold pairs of similar length
-    (:func:`~plansuite.models.resumable.length_grouped`, chunks of that many batches). Pairs run
-    from ~100 tokens (an abstract scene) to ~500 (seven blocks stated fact by fact), so a random
-    batch of 8 is about a third padding."""
-
-    def __init__(self, *args, abstract_repeat: int = 1, group_by_length: int = 0, **kwargs):
+    def __init__(self, *args, abstract_repeat: int = 1, **kwargs):
         super().__init__(*args, **kwargs)
         if abstract_repeat < 1:
             raise ConfigError(f"model.abstract_repeat={abstract_repeat}: must be >= 1")
-        if group_by_length < 0:
-            raise ConfigError(f"model.group_by_length={group_by_length}: must be >= 0 (0 or 1: off)")
-        self.abstract_repeat, self.group_by_length = abstract_repeat, group_by_length
-
-    def train_dataloader(self):
-        lengths = [len(e[0]) for e in self.train] if self.group_by_length > 1 else None
-        return resumable_loader(self.train, self.batch_size, self.seed, self._collate,
-                                self.num_workers, self.trainer, lengths, self.group_by_length)
+        self.abstract_repeat = abstract_repeat
 
     def setup(self, stage: str | None = None) -> None:
         if self.train is not None:
@@ -98,9 +86,7 @@ class ProblemDataModule(GeneratorDataModule):
         self.val = self.encode_pairs([(p.prompt, p.completion) for p in val])
         check_fits([len(e[0]) for e in self.train + self.val], self.context, str(self.data_dir))
         self.greedy_records = random.Random(self.seed).sample(val, min(self.greedy_n, len(val)))
-        completions = [len(e[1]) - e[1].count(-100) for e in self.train]
-        self.max_completion = max(completions)
-        self.mean_completion = sum(completions) / len(completions)  # labelled tokens per training pair
+        self.max_completion = max(len(e[1]) - e[1].count(-100) for e in self.train)
         self.train_counts = {"examples": len(self.train),
                              "abstract": sum(p.style == "abstract" for p in train) * self.abstract_repeat}
 
