@@ -19,7 +19,7 @@ from plansuite.data.load import TRAJECTORY_FILES, TransitionRecord, split_file
 from plansuite.data.shortest import ShortestPaths
 from plansuite.jsonl import iter_jsonl
 from plansuite.pddl.codec import format_prompt, parse_completion
-from plansuite.pddl.model import Domain
+from plansuite.pddl.model import Domain, parse_atom_text
 from plansuite.pddl.simulator import TaskCache
 
 
@@ -69,7 +69,8 @@ def dagger_pairs(policy, data_dir: str | Path, domain: Domain, dagger: DaggerCon
     random.Random(seed).shuffle(walks)
     walks = walks[:dagger.walks] * dagger.rollouts
     cache = TaskCache(domain)
-    tasks = [cache.get(w["objects"]) for w in walks]
+    tasks = [cache.get(w["objects"], [parse_atom_text(a) for a in w["states"][0]])  # static facts
+             for w in walks]
     goals = [t.encode(w["goal"]) for t, w in zip(tasks, walks, strict=True)]
     starts = [t.encode(w["states"][0]) for t, w in zip(tasks, walks, strict=True)]
     t0 = time.monotonic()
