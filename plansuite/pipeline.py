@@ -35,6 +35,7 @@ from omegaconf import OmegaConf
 
 from plansuite import CONF_DIR
 from plansuite.errors import ConfigError, PlansuiteError
+from plansuite.report.collect import STALE
 from plansuite.report.paper import ablation_table
 from plansuite.report.tables import compare, markdown
 
@@ -261,7 +262,7 @@ def _start(stage: Stage, root: Path, state: str, env: dict[str, str], prefix: bo
     folder = root / stage.name
     if state == "stale":
         old, finished = recorded_fingerprint(folder)
-        aside = folder.with_name(f"{folder.name}.stale-{old}")
+        aside = folder.with_name(f"{folder.name}{STALE}{old}")  # the report leaves it out
         folder.rename(aside)
         killed = "" if finished else " (a killed run's)"
         print(f"[pipeline] {stage.name}: config changed; previous output{killed} moved to {aside}")

@@ -30,9 +30,14 @@ def test_paired_rows_against_each_baseline(tmp_path):
     write_run(tmp_path / "eval", "random_restart", "random_restart", "none", random_, paper)
     write_run(tmp_path / "eval", "refine", "refine_resume", "oracle", learned, paper)
     write_run(tmp_path / "eval", "other-seed", "refine_resume", "oracle", learned, paper, seed=1)
+    # the same ids in another folder (a validation split) are other instances: not paired
+    write_run(tmp_path / "eval", "on-val", "refine_resume", "oracle", learned, tmp_path / "val")
+    # a pipeline stage's output from an earlier config, moved aside: not a row at all
+    write_run(tmp_path / "eval", "refine.stale-0123abcd", "refine_resume", "oracle", learned, paper)
     rows = load_rows([tmp_path / "eval"])
+    assert sorted(r.label for r in rows) == ["on-val", "other-seed", "random_restart", "refine"]
     headers, body = paired_table(rows)
-    assert len(body) == 1  # the other seed is not paired with seed 0's baseline
+    assert len(body) == 1  # the other seed and the other folder are not paired with the baseline
     row = dict(zip(headers, body[0], strict=True))
     assert (row["run"], row["baseline"], row["N"]) == ("refine", "random_restart", "20")
     assert row["difference [paired 95% CI]"].startswith("+0.400 [+")

@@ -85,6 +85,9 @@ def _row(label: str, res: dict, run: dict, path: Path, planner: str | None = Non
     )
 
 
+STALE = ".stale-"  # a pipeline stage's output from an earlier config, moved aside (plansuite.pipeline)
+
+
 def load_rows(paths: list[str | Path]) -> list[Row]:
     """Every ``results.json`` under the given folders (baselines become rows of their own)."""
     files: list[Path] = []
@@ -92,7 +95,8 @@ def load_rows(paths: list[str | Path]) -> list[Row]:
         if p.is_file() and p.name == "results.json":
             files.append(p)
         elif p.is_dir():
-            files.extend(sorted(f for f in p.rglob("results.json") if "baselines" not in f.parts))
+            files.extend(sorted(f for f in p.rglob("results.json") if "baselines" not in f.parts
+                                and not any(STALE in part for part in f.parts)))
         else:
             raise ConfigError(f"{p}: no such results folder or results.json")
     if not files:

@@ -102,14 +102,16 @@ PAIRED_HEADERS = ["N", "GRR run", "GRR baseline", "difference [paired 95% CI]", 
 
 
 def paired_table(rows: list[Row]) -> tuple[list[str], list[list[str]]] | None:
-    """Each run minus each baseline on the instances both planned (same seed): paired GRR
+    """Each run minus each baseline on the instances both planned (same seed, same instance
+    folder): paired GRR
     difference with its 95 % interval and the discordant counts."""
     outcomes = {r.label: _successes(r) for r in rows}
     body = []
     for base in (r for r in rows if is_baseline(r) and outcomes[r.label]):
         for r in rows:
-            if r is base or "/" in r.label or r.seed != base.seed or not outcomes[r.label]:
-                continue
+            if r is base or "/" in r.label or r.seed != base.seed or not outcomes[r.label] \
+                    or r.extra.get("instances_dir") != base.extra.get("instances_dir"):
+                continue  # pairs need the same instances: the same ids in two folders are not
             cells = paired_cells(outcomes[r.label], outcomes[base.label])
             if cells is not None:
                 body.append([r.label, base.label, *cells])
