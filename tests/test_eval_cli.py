@@ -131,6 +131,8 @@ def test_bad_input_is_one_clear_line(instances, tmp_path, capsys):
                                             "planner=generator_verifier", f"instances={instances}", out)
     assert "uses no verifier" in fails_with(capsys, "generator=random", "verifier=oracle",
                                             "planner=generator", f"instances={instances}", out)
+    assert "the baseline proposes random applicable actions" in fails_with(
+        capsys, "planner=random_restart", "generator=synthetic", f"instances={instances}", out)
     assert "verifier_threshold=0.5: give a value in [0, 1] with a learned verifier export" in fails_with(
         capsys, "generator=random", "verifier=oracle", "verifier_threshold=0.5", f"instances={instances}", out)
 

@@ -109,6 +109,10 @@ def run(cfg: DictConfig) -> dict | None:
     instances = load_instances(folder, domain, cfg.limit)
 
     gen_name, ver_name = str(cfg.generator), str(cfg.verifier)
+    if spec.name == "random_restart" and gen_name != "random":
+        raise ConfigError(f"planner=random_restart with generator={gen_name}: the baseline proposes "
+                          "random applicable actions; drop generator=... (with it the runs would be "
+                          "that generator's, labelled random_restart), or use planner=generator")
     uses_export = gen_name not in GENERATOR_CHOICES or ver_name not in VERIFIER_CHOICES
     check_device(cfg.device)  # a typo is refused even when no model runs on it
     device = resolve_device(cfg.device, int(cfg.shard.rank)) if uses_export else "cpu"
