@@ -54,14 +54,7 @@ def test_demo_custom_runs_the_same_stages_on_your_domain():
     _, demo = pipeline.load_pipeline("demo", ["root=R"])
     _, custom = pipeline.load_pipeline("demo_custom", ["root=R", "domain_file=/d/domain.pddl",
                                                        "problems=/d/problems", "test=/d/test"])
-    names = [s.name for s in demo]
-    assert [s.name for s in custom] == names[:2] + ["generator-dagger"] + names[2:]
-    gen = "R/generator-dagger/export"  # every verifier and planner uses the relabelled one
-    for stage in custom:
-        if "generator" in str(stage.args) and stage.name not in ("generator", "generator-dagger"):
-            assert {f"generator={gen}", f"model.generator_dir={gen}"} & set(stage.args), stage.name
-    relabelled = next(s for s in custom if s.name == "generator-dagger")
-    assert "model.finetune.init_from=R/generator/export" in relabelled.args
+    assert [s.name for s in custom] == [s.name for s in demo]
     domain = ["domain=custom", "domain.file=/d/domain.pddl", "domain.problems=/d/problems"]
     for stage in custom:
         if stage.module in ("plansuite.cli.eval", "plansuite.cli.data"):
@@ -70,6 +63,22 @@ def test_demo_custom_runs_the_same_stages_on_your_domain():
             assert {"instances=/d/test", "limit=null"} <= set(stage.args), stage.name
     with pytest.raises(ConfigError, match="demo_custom.yaml: .*Missing mandatory value"):
         pipeline.load_pipeline("demo_custom", ["root=R"])
+
+
+def test_the_dagger_stage_feeds_every_verifier_and_planner_and_can_be_turned_off():
+    _, stages = pipeline.load_pipeline("demo", ["root=R"])
+    names = [s.name for s in stages]
+    assert names[:3] == ["data", "generator", "generator-dagger"]
+    gen = "R/generator-dagger/export"  # every verifier and planner uses the finetuned one
+    for stage in stages:
+        if "generator" in str(stage.args) and stage.name not in ("generator", "generator-dagger"):
+            assert {f"generator={gen}", f"model.generator_dir={gen}"} & set(stage.args), stage.name
+            assert "generator-dagger" in stage.after, stage.name
+    dagger = stages[2]
+    assert "model.finetune.init_from=R/generator/export" in dagger.args
+    _, without = pipeline.load_pipeline("demo", ["root=R", "dagger=false"])
+    assert [s.name for s in without] == names[:2] + names[3:]
+    assert all("generator-dagger" not in str(s.args) + str(s.after) for s in without)
 
 
 def _toy(tmp_path: Path, seed: int = 0) -> tuple[dict, list[pipeline.Stage]]:
