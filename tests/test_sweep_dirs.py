@@ -72,7 +72,7 @@ def test_plain_eval_multirun_over_k_writes_one_folder_per_job(monkeypatch, insta
     from plansuite.cli import eval as eval_cli
 
     root = tmp_path / "sweep"
-    multirun(monkeypatch, eval_cli, *TINY_EVAL, f"instances={instances}", "planner=random_restart",
+    multirun(monkeypatch, eval_cli, *TINY_EVAL, f"instances={instances}", "planner=generator",
              "planner.k=1,2", f"hydra.sweep.dir={root}")
     assert {results(root / f"planner.k={k}")["k"] for k in (1, 2)} == {1, 2}
     assert sorted(p.name for p in root.iterdir() if p.is_dir()) == ["planner.k=1", "planner.k=2"]
