@@ -263,6 +263,10 @@ def _start(stage: Stage, root: Path, state: str, env: dict[str, str], prefix: bo
     if state == "stale":
         old, finished = recorded_fingerprint(folder)
         aside = folder.with_name(f"{folder.name}{STALE}{old}")  # the report leaves it out
+        n = 1
+        while aside.exists():  # that config's output was moved aside before (A, B, A, B, ...)
+            n += 1
+            aside = folder.with_name(f"{folder.name}{STALE}{old}-{n}")
         folder.rename(aside)
         killed = "" if finished else " (a killed run's)"
         print(f"[pipeline] {stage.name}: config changed; previous output{killed} moved to {aside}")

@@ -126,6 +126,14 @@ def test_stages_are_cached_by_config_and_resume_after_a_kill(tmp_path, capfd, jo
     aside = list((tmp_path / "run" / "eval").glob("random.stale-*"))
     assert len(aside) == 1 and (aside[0] / "results.json").is_file()
 
+    # back and forth between the two seeds: each earlier output is kept under a name of its own
+    for seed in (0, 1):
+        settings, stages = _toy(tmp_path, seed=seed)
+        settings["jobs"] = jobs
+        assert pipeline.run_pipeline(settings, stages)["eval/random"] == "ran"
+    aside = sorted(p.name for p in (tmp_path / "run" / "eval").glob("random.stale-*"))
+    assert len(aside) == 3 and sum(n.endswith("-2") for n in aside) == 1, aside
+
 
 def test_a_killed_stage_resumes_only_under_the_config_it_was_started_with(tmp_path, capfd):
     """Killed, then its config changed: its partial output is moved aside, not resumed from."""
