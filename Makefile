@@ -56,7 +56,7 @@ $(VENV)/.installed: pyproject.toml setup.py constraints.txt
 	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
 	touch $@
 
-test: install ## fast test tier (1020 tests, about 5.5 min on 2 cores)
+test: install ## fast test tier (1020 tests, about 5 min on 2 cores)
 	$(BIN)/pytest -q -n 2
 
 test-slow: install ## slow end-to-end tests (CI runs them too)

@@ -10,6 +10,9 @@ Examples (``conf/train.yaml``)::
     plansuite-train model=generator data_dir=D out_dir=G2 model.finetune.init_from=G/export \
         model.finetune.extra=plans.jsonl model.finetune.original_fraction=0.5 \
         model.finetune.examples=9600 model.epochs=1    # finetune on extra transitions
+    plansuite-train model=generator data_dir=D out_dir=G3 model.finetune.init_from=G/export \
+        model.finetune.dagger.rollouts=4 model.finetune.examples=36000 model.epochs=1
+        # DAgger: G's own rollouts, relabelled by the shortest-path planner (make demo's stage)
     plansuite-train model=generator_paper trainer=gpu model.backbone.path=/models/gpt2 ...
     plansuite-train model=problem_generator data_dir=NL out_dir=PG    # NL→PDDL (plansuite-nl2pddl data)
     plansuite-train model=critic data_dir=NL out_dir=C
