@@ -112,8 +112,8 @@ def dagger_examples(m: GeneratorConfig, run: RunContext) -> list[tuple[str, str]
     from plansuite.models.sampling import dagger_pairs
 
     policy = GeneratorPolicy.from_export(m.finetune.init_from)
-    pairs = dagger_pairs(policy, run.data_dir, run.domain, m.finetune.dagger,
-                             m.trajectories, run.seed)
+    pairs = dagger_pairs(policy, run.data_dir, run.domain, m.finetune.dagger, m.trajectories,
+                         run.seed)
     run.out_dir.mkdir(parents=True, exist_ok=True)
     write_atomic(run.out_dir / "dagger.jsonl",
                  "".join(json.dumps({"prompt": p, "completion": c}) + "\n" for p, c in pairs))

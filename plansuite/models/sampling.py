@@ -61,18 +61,20 @@ def rollout_states(policy, tasks, starts: list[int], goals: list[int], max_steps
 
 
 def dagger_pairs(policy, data_dir: str | Path, domain: Domain, dagger: DaggerConfig,
-                     trajectories: str = "walk", seed: int = 0) -> list[tuple[str, str]]:
+                 trajectories: str = "walk", seed: int = 0) -> list[tuple[str, str]]:
     """The ``model.finetune.dagger`` examples: ``dagger.rollouts`` rollouts of ``policy`` from
     each training walk's start toward its goal, every state reached off the walk's path planned
     to the goal by the dataset's shortest-path planner (:func:`expert_transitions`)."""
     walks = list(iter_jsonl(split_file(data_dir, "train", TRAJECTORY_FILES[trajectories])))
     random.Random(seed).shuffle(walks)
-    walks = walks[:dagger.walks] * dagger.rollouts
+    walks = walks[:dagger.walks]
     cache = TaskCache(domain)
     tasks = [cache.get(w["objects"], [parse_atom_text(a) for a in w["states"][0]])  # static facts
              for w in walks]
     goals = [t.encode(w["goal"]) for t, w in zip(tasks, walks, strict=True)]
     starts = [t.encode(w["states"][0]) for t, w in zip(tasks, walks, strict=True)]
+    # each walk rolled out dagger.rollouts times: the lists repeated, encoded once
+    walks, tasks, goals, starts = (x * dagger.rollouts for x in (walks, tasks, goals, starts))
     t0 = time.monotonic()
     visited = rollout_states(policy, tasks, starts, goals, dagger.max_steps,
                              dagger.temperature, seed)

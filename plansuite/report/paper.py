@@ -103,8 +103,7 @@ PAIRED_HEADERS = ["N", "GRR run", "GRR baseline", "difference [paired 95% CI]", 
 
 def paired_table(rows: list[Row]) -> tuple[list[str], list[list[str]]] | None:
     """Each run minus each baseline on the instances both planned (same seed, same instance
-    folder): paired GRR
-    difference with its 95 % interval and the discordant counts."""
+    folder): paired GRR difference with its 95 % interval and the discordant counts."""
     outcomes = {r.label: _successes(r) for r in rows}
     body = []
     for base in (r for r in rows if is_baseline(r) and outcomes[r.label]):
